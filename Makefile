@@ -1,0 +1,41 @@
+# kubelite — every target creates .venv and installs what it needs on first use.
+PY      ?= python3
+VENV    := .venv
+BIN     := $(VENV)/bin
+STAMP   := $(VENV)/.installed
+ARGS    ?=
+
+.PHONY: help up test test-fast lint format typecheck bench clean
+
+help:            ## list targets
+	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*##/\t/'
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	touch $(STAMP)
+
+up: $(STAMP)     ## start a local cluster (apiserver, scheduler, controller-manager, 2 kubelets)
+	$(BIN)/kubelite up $(ARGS)
+
+test: $(STAMP) lint  ## lint, check layering, run every test (slow and e2e included)
+	$(BIN)/python -m pytest -q $(ARGS)
+
+test-fast: $(STAMP)  ## every test except the slow ones
+	$(BIN)/python -m pytest -q -m 'not slow' $(ARGS)
+
+lint: $(STAMP)   ## ruff + import-linter layering contracts + mypy on api/ store/ client/
+	$(BIN)/ruff check .
+	$(BIN)/lint-imports
+	$(BIN)/mypy
+
+format: $(STAMP) ## ruff format + autofix
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+bench: $(STAMP)  ## run the benchmarks and print ratio tables
+	$(BIN)/python -m bench $(ARGS)
+
+clean:           ## remove the venv, caches and local state
+	rm -rf $(VENV) .kubelite .pytest_cache .ruff_cache .mypy_cache

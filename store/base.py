@@ -1,0 +1,199 @@
+"""The store contract every backend implements, shaped after etcd v3.
+
+What a backend owns:
+
+* **One global revision**, a positive integer that increases by one with every write (create,
+  update or delete) across all keys. An object's ``resourceVersion`` is the revision of its last
+  write; a list's is the revision it was read at.
+* **Compare-and-swap enforced inside the store.** ``create`` fails with ``KeyExists`` if the key
+  is live; ``update``/``delete`` take the revision the caller last read and fail with
+  ``RevisionMismatch`` (carrying the current value) if another write came in between. There is no
+  check-then-write for callers to get wrong: callers re-read and retry.
+* **Watch from a revision.** ``watch(prefix, after_revision=N)`` yields every event on keys under
+  ``prefix`` with revision > N, in revision order, each exactly once, each with the previous value
+  — history first (back-filled), then live, with no gap or duplicate at the seam. A revision older
+  than the compacted window raises ``Compacted``.
+* **Compaction.** ``compact(R)`` drops the history that no read at a revision >= R needs (as
+  etcd does): afterwards ``list(revision=N)`` and ``watch(after_revision=N)`` work for every
+  N >= R and raise ``Compacted`` for N < R. The current value of every live key is always kept.
+
+What a backend does not own: object semantics. Values are opaque bytes (the apiserver's JSON);
+``resourceVersion`` is *not* inside the stored value — the apiserver stamps it from
+``mod_revision`` on the way out, as Kubernetes does with etcd.
+
+Keys are ``/``-separated strings; a prefix used for listing or watching should end with ``/``.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+__all__ = [
+    "Compacted",
+    "Event",
+    "EventType",
+    "KeyExists",
+    "KeyNotFound",
+    "KeyValue",
+    "ListResult",
+    "RevisionMismatch",
+    "Store",
+    "StoreClosed",
+    "StoreError",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class KeyValue:
+    """One key at one revision."""
+
+    key: str
+    value: bytes
+    create_revision: int
+    """Revision of the write that created this incarnation of the key."""
+    mod_revision: int
+    """Revision of the last write to the key: the object's resourceVersion."""
+
+
+class EventType(enum.StrEnum):
+    ADDED = "ADDED"
+    MODIFIED = "MODIFIED"
+    DELETED = "DELETED"
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """A change to one key. ``revision`` is the revision of this write.
+
+    For ADDED and MODIFIED, ``kv`` is the new value (``kv.mod_revision == revision``).
+    For DELETED, ``kv`` is the last value the key held, with ``mod_revision`` set to the
+    deletion's revision (the apiserver stamps that as the object's final resourceVersion).
+    ``prev`` is the value before this write (None for ADDED).
+    """
+
+    type: EventType
+    kv: KeyValue
+    prev: KeyValue | None
+    revision: int
+
+
+@dataclass(frozen=True, slots=True)
+class ListResult:
+    items: list[KeyValue]
+    """Live keys under the prefix, in key order."""
+    revision: int
+    """The revision the list was read at."""
+    more: bool = False
+    """True when ``limit`` cut the list short; continue with ``start_after=items[-1].key``."""
+
+
+class StoreError(Exception):
+    """Root of the store's own errors (the apiserver maps them to Status errors)."""
+
+
+class KeyExists(StoreError):
+    def __init__(self, key: str) -> None:
+        super().__init__(f"key {key!r} already exists")
+        self.key = key
+
+
+class KeyNotFound(StoreError):
+    def __init__(self, key: str) -> None:
+        super().__init__(f"key {key!r} not found")
+        self.key = key
+
+
+class RevisionMismatch(StoreError):
+    """The compare of a compare-and-swap failed: the key moved on since the caller read it."""
+
+    def __init__(self, key: str, expected: int, current: KeyValue) -> None:
+        super().__init__(
+            f"key {key!r} is at revision {current.mod_revision}, not the expected {expected}"
+        )
+        self.key = key
+        self.expected = expected
+        self.current = current
+
+
+class Compacted(StoreError):
+    """The revision asked for has been compacted away (the apiserver answers 410 Expired)."""
+
+    def __init__(self, requested: int, compacted: int) -> None:
+        super().__init__(f"revision {requested} has been compacted (oldest kept: {compacted})")
+        self.requested = requested
+        self.compacted = compacted
+
+
+class StoreClosed(StoreError):
+    """The store was closed; watches end with this."""
+
+
+@runtime_checkable
+class Store(Protocol):
+    """The seam between the apiserver and its storage. See the module docstring for the contract."""
+
+    async def get(self, key: str) -> KeyValue | None:
+        """The live value of ``key``, or None."""
+        ...
+
+    async def list(
+        self,
+        prefix: str,
+        *,
+        revision: int = 0,
+        start_after: str | None = None,
+        limit: int = 0,
+    ) -> ListResult:
+        """Live keys under ``prefix`` in key order, as of ``revision`` (0 = now).
+
+        A ``revision`` below the compacted window raises ``Compacted``; one above the current
+        revision is served at the current revision. ``limit`` 0 means no limit.
+        """
+        ...
+
+    async def create(self, key: str, value: bytes) -> KeyValue:
+        """Create ``key``; raises ``KeyExists`` if it is live. Durable before it returns."""
+        ...
+
+    async def update(self, key: str, value: bytes, *, expected_revision: int) -> KeyValue:
+        """Replace ``key`` if its ``mod_revision`` is ``expected_revision``.
+
+        Raises ``KeyNotFound`` if it is not live, ``RevisionMismatch`` if it moved on.
+        """
+        ...
+
+    async def delete(self, key: str, *, expected_revision: int | None = None) -> KeyValue:
+        """Delete ``key`` (guarded by ``expected_revision`` when given).
+
+        Returns the last value with ``mod_revision`` set to the deletion's revision.
+        Raises ``KeyNotFound`` / ``RevisionMismatch``.
+        """
+        ...
+
+    def watch(self, prefix: str, *, after_revision: int) -> AsyncIterator[Event]:
+        """Every event under ``prefix`` with revision > ``after_revision``, in order, forever.
+
+        Raises ``Compacted`` (on first iteration) if ``after_revision`` is older than the window.
+        The iterator ends with ``StoreClosed`` when the store closes; closing the iterator
+        (``aclose``) releases it.
+        """
+        ...
+
+    async def current_revision(self) -> int:
+        """The revision of the latest write (0 for an empty store)."""
+        ...
+
+    async def compacted_revision(self) -> int:
+        """R of the last ``compact(R)``: the oldest revision a watch may start after (0 = none)."""
+        ...
+
+    async def compact(self, revision: int) -> None:
+        """Drop history no read at a revision >= ``revision`` needs (never the live values)."""
+        ...
+
+    async def close(self) -> None:
+        """Release resources; pending watches end with ``StoreClosed``."""
+        ...
