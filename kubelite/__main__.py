@@ -1,0 +1,5 @@
+import sys
+
+from kubelite.cli import main
+
+sys.exit(main())

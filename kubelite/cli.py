@@ -1,0 +1,55 @@
+"""The ``kubelite`` command: one entry point, a sub-command per component.
+
+Each component owns its flags: ``kubelite apiserver --help`` is the apiserver's own parser,
+the same one ``python -m services.apiserver`` uses. This module only dispatches, importing the
+component it runs and nothing else, so starting a kubelet does not load the apiserver.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Sequence
+
+# sub-command -> module whose ``main(argv)`` runs it
+COMMANDS: dict[str, str] = {
+    "apiserver": "services.apiserver.main",
+    "scheduler": "services.scheduler.main",
+    "controller-manager": "services.controller_manager.main",
+    "kubelet": "services.kubelet.main",
+    "up": "kubelite.up",
+}
+
+USAGE = """usage: kubelite <command> [flags]
+
+commands:
+  apiserver            the REST + watch hub over the store
+  scheduler            binds pending pods to nodes
+  controller-manager   replication, deployments, node lifecycle, garbage collection
+  kubelet              the node agent that runs pods
+  up                   the whole cluster as supervised processes
+
+Run 'kubelite <command> --help' for a command's flags."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help", "help"):
+        print(USAGE)
+        return 0
+    command, rest = args[0], args[1:]
+    if command == "version" or command == "--version":
+        from importlib.metadata import version
+
+        print(f"kubelite {version('kubelite')}")
+        return 0
+    module_name = COMMANDS.get(command)
+    if module_name is None:
+        print(f"kubelite: unknown command {command!r}\n\n{USAGE}", file=sys.stderr)
+        return 2
+    module = importlib.import_module(module_name)
+    return int(module.main(rest) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
