@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 ARGS    ?=
 
-.PHONY: help up test test-fast lint format typecheck bench clean
+.PHONY: help up test test-fast lint format bench clean system-deps
 
 help:            ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*##/\t/'
@@ -19,8 +19,12 @@ $(STAMP): pyproject.toml
 up: $(STAMP)     ## start a local cluster (apiserver, scheduler, controller-manager, 2 kubelets)
 	$(BIN)/kubelite up $(ARGS)
 
-test: $(STAMP) lint  ## lint, check layering, run every test (slow and e2e included)
+test: $(STAMP) lint system-deps  ## lint, check layering, run every test (slow and e2e included)
 	$(BIN)/python -m pytest -q $(ARGS)
+
+system-deps:     ## Debian packages the tests need (docker-compose validates the compose file offline)
+	@command -v docker-compose >/dev/null || { apt-get install -y -q docker-compose >/dev/null 2>&1 \
+	  || { apt-get update -q >/dev/null && apt-get install -y -q docker-compose >/dev/null; }; }
 
 test-fast: $(STAMP)  ## every test except the slow ones
 	$(BIN)/python -m pytest -q -m 'not slow' $(ARGS)
