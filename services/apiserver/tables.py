@@ -1,0 +1,711 @@
+"""Server-side printing: lists rendered as ``meta.k8s.io/v1`` Tables, the columns kubectl shows.
+
+Why: kubectl never computes ``READY``, ``STATUS`` or ``ROLES`` itself. It asks the apiserver for a
+Table (``Accept: application/json;as=Table;v=v1;g=meta.k8s.io``) and prints the cells it gets,
+hiding ``priority: 1`` columns unless ``-o wide``. So the cells here are computed the way
+Kubernetes' own printers compute them (``pkg/printers/internalversion/printers.go``): the pod
+status word (``Init:0/1``, ``CrashLoopBackOff``, ``Completed``, ``Terminating``...), restarts as
+``"3 (5m ago)"``, node ``Ready,SchedulingDisabled`` and roles, replica counts, event columns, and
+ages in ``HumanDuration`` form (``45s``, ``5m2s``, ``3h``, ``2d``).
+
+What it owns: one ``TablePrinter`` per (group, kind) — its column definitions and a function from
+an object dict to the row's cells — plus Accept-header negotiation (``wants_table``) and the Table
+envelope (``to_table``): ``rows[].object`` as ``PartialObjectMetadata`` (``includeObject=Metadata``,
+the default), the full object (``Object``) or nothing (``None``), and ``metadata.resourceVersion``
+/ ``continue`` so ``kubectl get -w`` can resume. The server always emits the wide columns, as the
+real apiserver does.
+
+Limits: objects are plain dicts as stored (already defaulted); a field that is missing reads as
+Kubernetes' zero value. Kinds without a printer get ``NAME AGE``. Only the ``v1`` Table version is
+produced (kubectl asks for v1 first; ``v1beta1`` has the same shape and is accepted in negotiation).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from api.errors import BadRequest
+from api.registry import ResourceType
+
+__all__ = [
+    "TABLE_CONTENT_TYPE",
+    "Column",
+    "TablePrinter",
+    "human_duration",
+    "printer_for",
+    "to_table",
+    "translate_timestamp_since",
+    "wants_table",
+]
+
+TABLE_CONTENT_TYPE = "application/json;as=Table;v=v1;g=meta.k8s.io"
+"""The Content-Type a Table response carries (kubectl decodes by ``kind`` either way)."""
+
+INCLUDE_OBJECT_POLICIES = ("None", "Metadata", "Object")
+
+Obj = Mapping[str, Any]
+
+
+# --------------------------------------------------------------------------------------------
+# durations
+
+
+def human_duration(seconds: float) -> str:
+    """Kubernetes' ``duration.HumanDuration``: ~2-3 significant figures, as kubectl's AGE column.
+
+    Up to 2 s in the future reads as ``0s`` (clock skew between machines); further is ``<invalid>``.
+    """
+    whole = int(seconds)  # truncates toward zero, as Go's int(d.Seconds())
+    if whole < -1:
+        return "<invalid>"
+    if whole < 0:
+        return "0s"
+    if whole < 60 * 2:
+        return f"{whole}s"
+    minutes = whole // 60
+    if minutes < 10:
+        s = whole % 60
+        return f"{minutes}m" if s == 0 else f"{minutes}m{s}s"
+    if minutes < 60 * 3:
+        return f"{minutes}m"
+    hours = whole // 3600
+    if hours < 8:
+        m = minutes % 60
+        return f"{hours}h" if m == 0 else f"{hours}h{m}m"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 24 * 8:
+        h = hours % 24
+        return f"{hours // 24}d" if h == 0 else f"{hours // 24}d{h}h"
+    if hours < 24 * 365 * 2:
+        return f"{hours // 24}d"
+    if hours < 24 * 365 * 8:
+        days = (hours // 24) % 365
+        years = hours // 24 // 365
+        return f"{years}y" if days == 0 else f"{years}y{days}d"
+    return f"{hours // 24 // 365}y"
+
+
+def _parse_time(value: Any) -> datetime | None:
+    if not value or not isinstance(value, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def translate_timestamp_since(timestamp: Any, now: datetime) -> str:
+    """``"<unknown>"`` for a missing timestamp, else the human duration since it."""
+    parsed = _parse_time(timestamp)
+    if parsed is None:
+        return "<unknown>"
+    return human_duration((now - parsed).total_seconds())
+
+
+# --------------------------------------------------------------------------------------------
+# printers
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    name: str
+    type: str = "string"
+    description: str = ""
+    priority: int = 0
+    format: str = ""
+
+    def definition(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "type": self.type,
+            "format": self.format,
+            "description": self.description,
+            "priority": self.priority,
+        }
+
+
+CellsFn = Callable[[Obj, datetime], list[Any]]
+ConditionsFn = Callable[[Obj], list[dict[str, str]] | None]
+
+
+@dataclass(frozen=True, slots=True)
+class TablePrinter:
+    """The columns of one kind and how to fill them; ``cells`` returns every column, wide included."""
+
+    columns: tuple[Column, ...]
+    cells: CellsFn
+    conditions: ConditionsFn | None = None
+
+
+NAME = Column("Name", format="name", description="Name must be unique within a namespace.")
+AGE = Column("Age", description="CreationTimestamp is when this object was created.")
+
+
+def _meta(obj: Obj) -> Mapping[str, Any]:
+    return obj.get("metadata") or {}
+
+
+def _spec(obj: Obj) -> Mapping[str, Any]:
+    return obj.get("spec") or {}
+
+
+def _status(obj: Obj) -> Mapping[str, Any]:
+    return obj.get("status") or {}
+
+
+def _age(obj: Obj, now: datetime) -> str:
+    return translate_timestamp_since(_meta(obj).get("creationTimestamp"), now)
+
+
+# ---- pods
+
+
+def _is_restartable_init(container: Mapping[str, Any] | None) -> bool:
+    return bool(container) and (container or {}).get("restartPolicy") == "Always"
+
+
+def _condition_true(conditions: Any, type_: str) -> bool:
+    return any(c.get("type") == type_ and c.get("status") == "True" for c in conditions or [])
+
+
+def _terminated_reason(terminated: Mapping[str, Any], *, prefix: str = "") -> str:
+    if terminated.get("reason"):
+        return prefix + str(terminated["reason"])
+    if terminated.get("signal"):
+        return f"{prefix}Signal:{terminated['signal']}"
+    return f"{prefix}ExitCode:{terminated.get('exitCode', 0)}"
+
+
+def _pod_cells(pod: Obj, now: datetime) -> list[Any]:
+    """``printPod``: NAME READY STATUS RESTARTS AGE | IP NODE NOMINATED-NODE READINESS-GATES."""
+    spec, status, meta = _spec(pod), _status(pod), _meta(pod)
+    containers = spec.get("containers") or []
+    init_specs = {c.get("name"): c for c in spec.get("initContainers") or []}
+    total = len(containers) + sum(1 for c in init_specs.values() if _is_restartable_init(c))
+    ready = 0
+    restarts = 0
+    sidecar_restarts = 0
+    last_restart: datetime | None = None
+    last_sidecar_restart: datetime | None = None
+
+    phase = status.get("phase") or ""
+    reason = status.get("reason") or phase
+    for cond in status.get("conditions") or []:
+        if cond.get("type") == "PodScheduled" and cond.get("reason") == "SchedulingGated":
+            reason = "SchedulingGated"
+
+    def later(current: datetime | None, cs: Mapping[str, Any]) -> datetime | None:
+        finished = _parse_time(
+            ((cs.get("lastState") or {}).get("terminated") or {}).get("finishedAt")
+        )
+        if finished is not None and (current is None or finished > current):
+            return finished
+        return current
+
+    initializing = False
+    init_statuses = status.get("initContainerStatuses") or []
+    for i, cs in enumerate(init_statuses):
+        count = int(cs.get("restartCount") or 0)
+        restarts += count
+        last_restart = later(last_restart, cs)
+        sidecar = _is_restartable_init(init_specs.get(cs.get("name")))
+        if sidecar:
+            sidecar_restarts += count
+            last_sidecar_restart = later(last_sidecar_restart, cs)
+        state = cs.get("state") or {}
+        terminated, waiting = state.get("terminated"), state.get("waiting")
+        if terminated is not None and int(terminated.get("exitCode") or 0) == 0:
+            continue
+        if sidecar and cs.get("started"):
+            if cs.get("ready"):
+                ready += 1
+            continue
+        if terminated is not None:
+            reason = _terminated_reason(terminated, prefix="Init:")
+        elif waiting and waiting.get("reason") and waiting["reason"] != "PodInitializing":
+            reason = "Init:" + str(waiting["reason"])
+        else:
+            reason = f"Init:{i}/{len(init_specs)}"
+        initializing = True
+        break
+
+    if not initializing or _condition_true(status.get("conditions"), "Initialized"):
+        restarts = sidecar_restarts
+        last_restart = last_sidecar_restart
+        has_running = False
+        for cs in reversed(status.get("containerStatuses") or []):
+            restarts += int(cs.get("restartCount") or 0)
+            last_restart = later(last_restart, cs)
+            state = cs.get("state") or {}
+            waiting, terminated = state.get("waiting"), state.get("terminated")
+            if waiting and waiting.get("reason"):
+                reason = str(waiting["reason"])
+            elif terminated is not None:
+                reason = _terminated_reason(terminated)
+            elif cs.get("ready") and state.get("running") is not None:
+                has_running = True
+                ready += 1
+        # a container still running turns a "Completed" pod back into Running / NotReady
+        if reason == "Completed" and has_running:
+            ready_cond = _condition_true(status.get("conditions"), "Ready")
+            reason = "Running" if ready_cond else "NotReady"
+
+    if meta.get("deletionTimestamp") and status.get("reason") == "NodeLost":
+        reason = "Unknown"
+    elif meta.get("deletionTimestamp") and phase not in ("Succeeded", "Failed"):
+        reason = "Terminating"
+
+    restarts_cell = str(restarts)
+    if restarts and last_restart is not None:
+        ago = human_duration((now - last_restart).total_seconds())
+        restarts_cell = f"{restarts} ({ago} ago)"
+
+    pod_ips = status.get("podIPs") or []
+    pod_ip = (pod_ips[0].get("ip") if pod_ips else None) or "<none>"
+    gates = spec.get("readinessGates") or []
+    gates_cell = "<none>"
+    if gates:
+        by_type = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
+        true_count = sum(1 for g in gates if by_type.get(g.get("conditionType")) == "True")
+        gates_cell = f"{true_count}/{len(gates)}"
+    return [
+        meta.get("name", ""),
+        f"{ready}/{total}",
+        reason,
+        restarts_cell,
+        _age(pod, now),
+        pod_ip,
+        spec.get("nodeName") or "<none>",
+        status.get("nominatedNodeName") or "<none>",
+        gates_cell,
+    ]
+
+
+def _pod_conditions(pod: Obj) -> list[dict[str, str]] | None:
+    phase = _status(pod).get("phase")
+    if phase == "Succeeded":
+        message = "The pod has completed successfully."
+    elif phase == "Failed":
+        message = "The pod failed."
+    else:
+        return None
+    return [{"type": "Completed", "status": "True", "reason": phase, "message": message}]
+
+
+POD_PRINTER = TablePrinter(
+    columns=(
+        NAME,
+        Column(
+            "Ready", description="The aggregate readiness state of this pod for accepting traffic."
+        ),
+        Column("Status", description="The aggregate status of the containers in this pod."),
+        Column(
+            "Restarts",
+            description="The number of times the containers in this pod have been restarted "
+            "and when the last container in this pod has restarted.",
+        ),
+        AGE,
+        Column("IP", priority=1, description="The pod's primary IP address."),
+        Column("Node", priority=1, description="The node the pod is bound to."),
+        Column("Nominated Node", priority=1, description="The node the scheduler nominated."),
+        Column("Readiness Gates", priority=1, description="Readiness gates that are true / all."),
+    ),
+    cells=_pod_cells,
+    conditions=_pod_conditions,
+)
+
+
+# ---- nodes
+
+
+def _node_roles(labels: Mapping[str, str]) -> list[str]:
+    roles: set[str] = set()
+    for key, value in labels.items():
+        if key.startswith("node-role.kubernetes.io/"):
+            role = key.removeprefix("node-role.kubernetes.io/")
+            if role:
+                roles.add(role)
+        elif key == "kubernetes.io/role" and value:
+            roles.add(value)
+    return sorted(roles)
+
+
+def _node_address(status: Mapping[str, Any], type_: str) -> str:
+    for address in status.get("addresses") or []:
+        if address.get("type") == type_:
+            return str(address.get("address") or "")
+    return "<none>"
+
+
+def _node_cells(node: Obj, now: datetime) -> list[Any]:
+    """``printNode``: NAME STATUS ROLES AGE VERSION | INTERNAL-IP EXTERNAL-IP OS-IMAGE KERNEL CRI."""
+    status = _status(node)
+    words = []
+    for cond in status.get("conditions") or []:
+        if cond.get("type") == "Ready":
+            words = ["Ready" if cond.get("status") == "True" else "NotReady"]
+    if not words:
+        words = ["Unknown"]
+    if _spec(node).get("unschedulable"):
+        words.append("SchedulingDisabled")
+    info = status.get("nodeInfo") or {}
+    return [
+        _meta(node).get("name", ""),
+        ",".join(words),
+        ",".join(_node_roles(_meta(node).get("labels") or {})) or "<none>",
+        _age(node, now),
+        info.get("kubeletVersion") or "",
+        _node_address(status, "InternalIP"),
+        _node_address(status, "ExternalIP"),
+        info.get("osImage") or "<unknown>",
+        info.get("kernelVersion") or "<unknown>",
+        info.get("containerRuntimeVersion") or "<unknown>",
+    ]
+
+
+NODE_PRINTER = TablePrinter(
+    columns=(
+        NAME,
+        Column("Status", description="The status of the node"),
+        Column("Roles", description="The roles of the node"),
+        AGE,
+        Column("Version", description="Kubelet version reported by the node."),
+        Column("Internal-IP", priority=1, description="The node's InternalIP address."),
+        Column("External-IP", priority=1, description="The node's ExternalIP address."),
+        Column("OS-Image", priority=1, description="OS image reported by the node."),
+        Column("Kernel-Version", priority=1, description="Kernel version reported by the node."),
+        Column("Container-Runtime", priority=1, description="Container runtime and version."),
+    ),
+    cells=_node_cells,
+)
+
+
+# ---- workload controllers
+
+
+def _format_labels(labels: Mapping[str, str] | None) -> str:
+    """``labels.FormatLabels``: ``k=v,...`` sorted by key, ``<none>`` when empty."""
+    if not labels:
+        return "<none>"
+    return ",".join(f"{k}={labels[k]}" for k in sorted(labels))
+
+
+def _selector_string(selector: Mapping[str, Any] | None) -> str:
+    """A ``LabelSelector`` as ``metav1.LabelSelectorAsSelector(...).String()`` writes it."""
+    if not selector:
+        return ""
+    reqs: list[tuple[str, str]] = []
+    for key, value in (selector.get("matchLabels") or {}).items():
+        reqs.append((key, f"{key}={value}"))
+    for expr in selector.get("matchExpressions") or []:
+        key, op = expr.get("key", ""), expr.get("operator", "")
+        values = ",".join(sorted(expr.get("values") or []))
+        if op == "In":
+            reqs.append((key, f"{key} in ({values})"))
+        elif op == "NotIn":
+            reqs.append((key, f"{key} notin ({values})"))
+        elif op == "Exists":
+            reqs.append((key, key))
+        elif op == "DoesNotExist":
+            reqs.append((key, f"!{key}"))
+    reqs.sort(key=lambda r: r[0])
+    return ",".join(text for _, text in reqs)
+
+
+def _template_containers(obj: Obj) -> tuple[str, str]:
+    """``layoutContainerCells``: container names and images, comma-joined."""
+    containers = ((_spec(obj).get("template") or {}).get("spec") or {}).get("containers") or []
+    return (
+        ",".join(str(c.get("name", "")) for c in containers),
+        ",".join(str(c.get("image", "")) for c in containers),
+    )
+
+
+def _replicas(obj: Obj) -> int:
+    value = _spec(obj).get("replicas")
+    return 1 if value is None else int(value)  # the API defaults spec.replicas to 1
+
+
+def _rc_cells(rc: Obj, now: datetime) -> list[Any]:
+    names, images = _template_containers(rc)
+    status = _status(rc)
+    return [
+        _meta(rc).get("name", ""),
+        _replicas(rc),
+        int(status.get("replicas") or 0),
+        int(status.get("readyReplicas") or 0),
+        _age(rc, now),
+        names,
+        images,
+        _format_labels(_spec(rc).get("selector")),
+    ]
+
+
+def _rs_cells(rs: Obj, now: datetime) -> list[Any]:
+    cells = _rc_cells(rs, now)
+    cells[-1] = _selector_string(_spec(rs).get("selector")) or "<none>"
+    return cells
+
+
+def _controller_columns(selector_doc: str) -> tuple[Column, ...]:
+    return (
+        NAME,
+        Column("Desired", type="integer", description="Number of desired pods."),
+        Column("Current", type="integer", description="Number of pods currently present."),
+        Column("Ready", type="integer", description="Number of ready pods."),
+        AGE,
+        Column("Containers", priority=1, description="Names of each container in the template."),
+        Column(
+            "Images", priority=1, description="Images referenced by each container in the template."
+        ),
+        Column("Selector", priority=1, description=selector_doc),
+    )
+
+
+RC_PRINTER = TablePrinter(
+    columns=_controller_columns("Label keys and values pods must match to be controlled."),
+    cells=_rc_cells,
+)
+RS_PRINTER = TablePrinter(
+    columns=_controller_columns("Label query over pods that should match the replica count."),
+    cells=_rs_cells,
+)
+
+
+def _deployment_cells(deploy: Obj, now: datetime) -> list[Any]:
+    names, images = _template_containers(deploy)
+    status = _status(deploy)
+    return [
+        _meta(deploy).get("name", ""),
+        f"{int(status.get('readyReplicas') or 0)}/{_replicas(deploy)}",
+        int(status.get("updatedReplicas") or 0),
+        int(status.get("availableReplicas") or 0),
+        _age(deploy, now),
+        names,
+        images,
+        _selector_string(_spec(deploy).get("selector")),
+    ]
+
+
+DEPLOYMENT_PRINTER = TablePrinter(
+    columns=(
+        NAME,
+        Column("Ready", description="Number of the pod with ready state"),
+        Column("Up-to-date", description="Pods updated to the current template."),
+        Column("Available", description="Pods available for at least minReadySeconds."),
+        AGE,
+        Column("Containers", priority=1, description="Names of each container in the template."),
+        Column(
+            "Images", priority=1, description="Images referenced by each container in the template."
+        ),
+        Column("Selector", priority=1, description="Label selector for pods."),
+    ),
+    cells=_deployment_cells,
+)
+
+
+# ---- events
+
+
+def _event_cells(event: Obj, now: datetime) -> list[Any]:
+    """``printEvent``: LAST SEEN TYPE REASON OBJECT | SUBOBJECT SOURCE | MESSAGE | FIRST SEEN COUNT NAME."""
+    first = event.get("firstTimestamp")
+    first_seen = (
+        translate_timestamp_since(first, now)
+        if _parse_time(first)
+        else translate_timestamp_since(event.get("eventTime"), now)
+    )
+    last = event.get("lastTimestamp")
+    last_seen = translate_timestamp_since(last, now) if _parse_time(last) else first_seen
+    count = int(event.get("count") or 0)
+    series = event.get("series")
+    if series:
+        last_seen = translate_timestamp_since(series.get("lastObservedTime"), now)
+        count = int(series.get("count") or 0)
+    elif count == 0:
+        count = 1  # singleton events of the events.k8s.io API carry no count
+    involved = event.get("involvedObject") or {}
+    kind = str(involved.get("kind") or "").lower()
+    target = f"{kind}/{involved['name']}" if involved.get("name") else kind
+    source = event.get("source") or {}
+    component = source.get("component") or event.get("reportingController") or ""
+    instance = source.get("host") or event.get("reportingInstance") or ""
+    return [
+        last_seen,
+        event.get("type") or "",
+        event.get("reason") or "",
+        target,
+        involved.get("fieldPath") or "",
+        f"{component}, {instance}" if instance else component,
+        str(event.get("message") or "").strip(),
+        first_seen,
+        count,
+        _meta(event).get("name", ""),
+    ]
+
+
+EVENT_PRINTER = TablePrinter(
+    columns=(
+        Column(
+            "Last Seen", description="The time at which the most recent occurrence was recorded."
+        ),
+        Column("Type", description="Type of this event (Normal, Warning)."),
+        Column("Reason", description="Short, machine understandable reason for the transition."),
+        Column("Object", description="The object that this event is about."),
+        Column("Subobject", priority=1, description="The part of the object the event is about."),
+        Column("Source", priority=1, description="The component reporting this event."),
+        Column(
+            "Message", description="A human-readable description of the status of this operation."
+        ),
+        Column(
+            "First Seen", priority=1, description="The time at which the event was first recorded."
+        ),
+        Column("Count", priority=1, description="The number of times this event has occurred."),
+        Column("Name", priority=1, format="name", description="Name of the event."),
+    ),
+    cells=_event_cells,
+)
+
+
+# ---- namespaces, leases, anything else
+
+
+def _namespace_cells(ns: Obj, now: datetime) -> list[Any]:
+    return [_meta(ns).get("name", ""), _status(ns).get("phase") or "", _age(ns, now)]
+
+
+NAMESPACE_PRINTER = TablePrinter(
+    columns=(NAME, Column("Status", description="The status of the namespace"), AGE),
+    cells=_namespace_cells,
+)
+
+
+def _lease_cells(lease: Obj, now: datetime) -> list[Any]:
+    return [
+        _meta(lease).get("name", ""),
+        _spec(lease).get("holderIdentity") or "",
+        _age(lease, now),
+    ]
+
+
+LEASE_PRINTER = TablePrinter(
+    columns=(NAME, Column("Holder", description="The holder of the lease."), AGE),
+    cells=_lease_cells,
+)
+
+
+def _default_cells(obj: Obj, now: datetime) -> list[Any]:
+    return [_meta(obj).get("name", ""), _age(obj, now)]
+
+
+DEFAULT_PRINTER = TablePrinter(columns=(NAME, AGE), cells=_default_cells)
+
+PRINTERS: dict[tuple[str, str], TablePrinter] = {
+    ("", "Pod"): POD_PRINTER,
+    ("", "Node"): NODE_PRINTER,
+    ("", "ReplicationController"): RC_PRINTER,
+    ("apps", "ReplicaSet"): RS_PRINTER,
+    ("apps", "Deployment"): DEPLOYMENT_PRINTER,
+    ("", "Event"): EVENT_PRINTER,
+    ("events.k8s.io", "Event"): EVENT_PRINTER,
+    ("", "Namespace"): NAMESPACE_PRINTER,
+    ("coordination.k8s.io", "Lease"): LEASE_PRINTER,
+}
+
+
+def printer_for(rt: ResourceType) -> TablePrinter:
+    return PRINTERS.get((rt.group, rt.kind), DEFAULT_PRINTER)
+
+
+# --------------------------------------------------------------------------------------------
+# negotiation and the Table envelope
+
+
+def wants_table(accept: str | None) -> bool:
+    """True if the first Accept entry the server can satisfy asks for a ``meta.k8s.io`` Table.
+
+    kubectl sends ``application/json;as=Table;v=v1;g=meta.k8s.io,...v1beta1...,application/json``;
+    entries are taken in the client's order (q-values are not weighed), so a client that lists
+    plain JSON first gets plain JSON.
+    """
+    if not accept:
+        return False
+    for entry in accept.split(","):
+        media, *raw_params = (part.strip() for part in entry.split(";"))
+        params = {}
+        for raw in raw_params:
+            key, _, value = raw.partition("=")
+            params[key.strip().lower()] = value.strip()
+        if media not in ("application/json", "application/*", "*/*"):
+            continue
+        if "as" not in params:
+            return False  # plain JSON (or anything) satisfies this entry first
+        if (
+            params["as"] == "Table"
+            and params.get("g") == "meta.k8s.io"
+            and params.get("v") in ("v1", "v1beta1")
+        ):
+            return True
+    return False
+
+
+def _partial_object_metadata(obj: Obj) -> dict[str, Any]:
+    return {
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": dict(_meta(obj)),
+    }
+
+
+def to_table(
+    rt: ResourceType,
+    objects: list[dict[str, Any]],
+    *,
+    include_object: str = "Metadata",
+    resource_version: str | None = None,
+    continue_token: str | None = None,
+    with_headers: bool = True,
+    now: datetime | None = None,
+) -> dict[str, Any]:
+    """The ``meta.k8s.io/v1`` Table of ``objects`` (one row each, in order) of type ``rt``.
+
+    ``include_object`` is the ``includeObject`` query parameter (``""`` means the default,
+    ``Metadata``); anything else is a 400. ``with_headers=False`` leaves ``columnDefinitions``
+    null, as the apiserver does for every watch event after the first.
+    """
+    policy = include_object or "Metadata"
+    if policy not in INCLUDE_OBJECT_POLICIES:
+        raise BadRequest(
+            f'unsupported includeObject "{include_object}": supported values are '
+            + ", ".join(f'"{p}"' for p in INCLUDE_OBJECT_POLICIES)
+        )
+    printer = printer_for(rt)
+    moment = now or datetime.now(UTC)
+    rows: list[dict[str, Any]] = []
+    for obj in objects:
+        row: dict[str, Any] = {"cells": printer.cells(obj, moment)}
+        conditions = printer.conditions(obj) if printer.conditions else None
+        if conditions:
+            row["conditions"] = conditions
+        if policy == "Metadata":
+            row["object"] = _partial_object_metadata(obj)
+        elif policy == "Object":
+            row["object"] = obj
+        rows.append(row)
+    metadata: dict[str, Any] = {}
+    if resource_version is not None:
+        metadata["resourceVersion"] = resource_version
+    if continue_token:
+        metadata["continue"] = continue_token
+    return {
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": metadata,
+        "columnDefinitions": [c.definition() for c in printer.columns] if with_headers else None,
+        "rows": rows,
+    }
