@@ -17,7 +17,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
-__all__ = ["ALL_VERBS", "Registry", "ResourceType", "Subresource"]
+from api.apps import Deployment, ReplicaSet
+from api.coordination import Lease
+from api.core import Binding, Event, Namespace, Node, Pod, ReplicationController
+
+__all__ = ["ALL_VERBS", "REGISTRY", "Registry", "ResourceType", "Subresource"]
 
 ALL_VERBS: tuple[str, ...] = (
     "create",
@@ -140,3 +144,215 @@ class Registry:
 
     def __len__(self) -> int:
         return len(self._by_path)
+
+
+# -- the types kubelite serves -----------------------------------------------------------------
+# Names, short names, categories, verbs, subresources and selectable fields are Kubernetes' own
+# (pkg/registry/*/strategy.go ToSelectableFields, and what `kubectl api-resources` lists).
+
+
+def _dig(obj: Mapping[str, Any], path: str) -> Any:
+    cur: Any = obj
+    for part in path.split("."):
+        if not isinstance(cur, Mapping):
+            return None
+        cur = cur.get(part)
+    return cur
+
+
+def _str_field(path: str) -> FieldGetter:
+    """A string field; missing or null reads as ``""``."""
+
+    def get(obj: Mapping[str, Any]) -> str:
+        value = _dig(obj, path)
+        return "" if value is None else str(value)
+
+    return get
+
+
+def _bool_field(path: str) -> FieldGetter:
+    """A boolean field as Go's ``strconv.FormatBool`` prints it; missing is ``"false"``."""
+
+    def get(obj: Mapping[str, Any]) -> str:
+        return "true" if _dig(obj, path) is True else "false"
+
+    return get
+
+
+def _int_field(path: str) -> FieldGetter:
+    """An integer field as ``strconv.Itoa`` prints it; missing is ``"0"``."""
+
+    def get(obj: Mapping[str, Any]) -> str:
+        value = _dig(obj, path)
+        return str(value) if isinstance(value, int) and not isinstance(value, bool) else "0"
+
+    return get
+
+
+def _pod_ip(obj: Mapping[str, Any]) -> str:
+    """``status.podIP`` selects on the first of ``status.podIPs`` (falling back to ``podIP``)."""
+    ips = _dig(obj, "status.podIPs")
+    if isinstance(ips, list) and ips and isinstance(ips[0], Mapping):
+        return str(ips[0].get("ip") or "")
+    return _str_field("status.podIP")(obj)
+
+
+def _event_source(obj: Mapping[str, Any]) -> str:
+    """``source`` is ``source.component``, else ``reportingComponent`` (the events/v1 field)."""
+    return _str_field("source.component")(obj) or _str_field("reportingComponent")(obj)
+
+
+_SCALE = Subresource("scale", "Scale", group="autoscaling", verbs=("get", "patch", "update"))
+_NAMESPACE_VERBS = ("create", "delete", "get", "list", "patch", "update", "watch")
+
+
+def _status(kind: str) -> Subresource:
+    return Subresource("status", kind)
+
+
+REGISTRY: Registry = Registry(
+    [
+        ResourceType(
+            group="",
+            version="v1",
+            kind="Pod",
+            plural="pods",
+            singular="pod",
+            namespaced=True,
+            model=Pod,
+            short_names=("po",),
+            categories=("all",),
+            subresources=(
+                _status("Pod"),
+                Subresource("binding", "Binding", verbs=("create",)),
+                Subresource("log", "Pod", verbs=("get",)),
+                Subresource("exec", "PodExecOptions", verbs=("create", "get")),
+                Subresource("eviction", "Eviction", group="policy", verbs=("create",)),
+            ),
+            field_getters={
+                "spec.nodeName": _str_field("spec.nodeName"),
+                "spec.restartPolicy": _str_field("spec.restartPolicy"),
+                "spec.schedulerName": _str_field("spec.schedulerName"),
+                "spec.serviceAccountName": _str_field("spec.serviceAccountName"),
+                "spec.hostNetwork": _bool_field("spec.hostNetwork"),
+                "status.phase": _str_field("status.phase"),
+                "status.podIP": _pod_ip,
+                "status.nominatedNodeName": _str_field("status.nominatedNodeName"),
+            },
+        ),
+        ResourceType(
+            group="",
+            version="v1",
+            kind="Node",
+            plural="nodes",
+            singular="node",
+            namespaced=False,
+            model=Node,
+            short_names=("no",),
+            subresources=(_status("Node"),),
+            field_getters={"spec.unschedulable": _bool_field("spec.unschedulable")},
+        ),
+        ResourceType(
+            group="",
+            version="v1",
+            kind="Namespace",
+            plural="namespaces",
+            singular="namespace",
+            namespaced=False,
+            model=Namespace,
+            short_names=("ns",),
+            verbs=_NAMESPACE_VERBS,
+            subresources=(
+                _status("Namespace"),
+                Subresource("finalize", "Namespace", verbs=("update",)),
+            ),
+            field_getters={"status.phase": _str_field("status.phase")},
+        ),
+        ResourceType(
+            group="",
+            version="v1",
+            kind="Event",
+            plural="events",
+            singular="event",
+            namespaced=True,
+            model=Event,
+            short_names=("ev",),
+            field_getters={
+                **{
+                    f"involvedObject.{f}": _str_field(f"involvedObject.{f}")
+                    for f in (
+                        "kind",
+                        "namespace",
+                        "name",
+                        "uid",
+                        "apiVersion",
+                        "resourceVersion",
+                        "fieldPath",
+                    )
+                },
+                "reason": _str_field("reason"),
+                "reportingComponent": _str_field("reportingComponent"),
+                "source": _event_source,
+                "type": _str_field("type"),
+            },
+        ),
+        ResourceType(
+            group="",
+            version="v1",
+            kind="ReplicationController",
+            plural="replicationcontrollers",
+            singular="replicationcontroller",
+            namespaced=True,
+            model=ReplicationController,
+            short_names=("rc",),
+            categories=("all",),
+            subresources=(_status("ReplicationController"), _SCALE),
+            field_getters={"status.replicas": _int_field("status.replicas")},
+        ),
+        ResourceType(
+            group="",
+            version="v1",
+            kind="Binding",
+            plural="bindings",
+            singular="binding",
+            namespaced=True,
+            model=Binding,
+            verbs=("create",),
+        ),
+        ResourceType(
+            group="apps",
+            version="v1",
+            kind="ReplicaSet",
+            plural="replicasets",
+            singular="replicaset",
+            namespaced=True,
+            model=ReplicaSet,
+            short_names=("rs",),
+            categories=("all",),
+            subresources=(_status("ReplicaSet"), _SCALE),
+            field_getters={"status.replicas": _int_field("status.replicas")},
+        ),
+        ResourceType(
+            group="apps",
+            version="v1",
+            kind="Deployment",
+            plural="deployments",
+            singular="deployment",
+            namespaced=True,
+            model=Deployment,
+            short_names=("deploy",),
+            categories=("all",),
+            subresources=(_status("Deployment"), _SCALE),
+        ),
+        ResourceType(
+            group="coordination.k8s.io",
+            version="v1",
+            kind="Lease",
+            plural="leases",
+            singular="lease",
+            namespaced=True,
+            model=Lease,
+        ),
+    ]
+)
+"""Every resource kubelite serves, in discovery order (core first)."""

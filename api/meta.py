@@ -1,0 +1,229 @@
+"""meta/v1: the base model every kubelite kind is built on, and the metadata types they share.
+
+Why this module exists: every object on the wire carries the same ``metadata`` block, lists carry
+``ListMeta``, errors are ``Status``, deletes take ``DeleteOptions`` and watches emit
+``WatchEvent``. They live here once, with ``KubeModel``, the single base class whose
+configuration decides how all our models read and write Kubernetes JSON.
+
+Choices made here, on purpose, for every model in ``api/``:
+
+* **camelCase on the wire.** Python attributes are snake_case; the alias generator turns them
+  into Kubernetes' camelCase, and explicit aliases cover the names Kubernetes spells otherwise
+  (``podIP``, ``hostIPs``, ``podCIDR``, ``uid`` ...). Both spellings are accepted on input;
+  dumps use aliases (``serialize_by_alias``), and ``model_dump(by_alias=True,
+  exclude_none=True, mode="json")`` gives back Kubernetes JSON.
+* **Unknown fields are kept, never silently lost** (``extra="allow"``). kubelite models the
+  fields it acts on; a manifest that also carries volumes, probes, securityContext ... must
+  round-trip unchanged through the apiserver, as it would through a real cluster. The unknown
+  keys are kept verbatim (under their wire spelling) and dumped back as they came.
+* **Strict types** (``strict=True``): a string where Kubernetes wants an integer, or a boolean
+  where it wants a string (YAML's unquoted ``true`` as a label value), is an error, as Go's JSON
+  decoder makes it one. Quantities are the exception: ``cpu: 1`` and ``cpu: "1"`` are both
+  accepted and kept as the string ``"1"`` (see ``core.Quantity``).
+* **Empty means absent.** Optional fields default to ``None`` and are omitted on dump with
+  ``exclude_none``; a few containers (``metadata``, ``spec``, ``status``) default to empty
+  objects so components can read ``pod.spec.node_name`` without a None check.
+* **Times are strings**, exactly as on the wire: RFC 3339 seconds (``2026-11-30T02:09:45Z``)
+  for ``Time``, microseconds (``2026-11-30T02:09:45.123456Z``) for ``MicroTime``. Keeping the
+  string avoids a lossy parse/format round trip; ``now_time()``/``now_micro_time()`` format the
+  current time and ``parse_time()`` reads either form back.
+
+Limits: models validate shape and types only; semantic rules (name syntax, enums, cross-field
+checks) live in ``api.validation``, and defaults in ``api.defaults``.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+__all__ = [
+    "DeleteOptions",
+    "KubeList",
+    "KubeModel",
+    "LabelSelectorRequirement",
+    "LabelSelectorSpec",
+    "ListMeta",
+    "ObjectMeta",
+    "OwnerReference",
+    "Preconditions",
+    "Status",
+    "StatusCause",
+    "StatusDetails",
+    "WatchEvent",
+    "format_micro_time",
+    "format_time",
+    "now_micro_time",
+    "now_time",
+    "parse_time",
+]
+
+
+class KubeModel(BaseModel):
+    """Base of every kubelite model: camelCase aliases, unknown fields kept, strict types."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        validate_by_name=True,
+        validate_by_alias=True,
+        serialize_by_alias=True,
+        extra="allow",
+        strict=True,
+    )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Kubernetes JSON (as a dict): aliases, None fields omitted, unknown fields kept."""
+        return self.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+# -- time ------------------------------------------------------------------------------------
+
+
+def format_time(t: datetime) -> str:
+    """``metav1.Time``: RFC 3339 in UTC with whole seconds, ``2026-11-30T02:09:45Z``."""
+    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def format_micro_time(t: datetime) -> str:
+    """``metav1.MicroTime``: RFC 3339 in UTC with microseconds, ``2026-11-30T02:09:45.123456Z``."""
+    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def now_time() -> str:
+    return format_time(datetime.now(UTC))
+
+
+def now_micro_time() -> str:
+    return format_micro_time(datetime.now(UTC))
+
+
+def parse_time(s: str) -> datetime:
+    """Read a ``Time`` or ``MicroTime`` string (``Z`` or a numeric offset) as an aware datetime."""
+    return datetime.fromisoformat(s.replace("Z", "+00:00").replace("z", "+00:00"))
+
+
+# -- object metadata -------------------------------------------------------------------------
+
+
+class OwnerReference(KubeModel):
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+    controller: bool | None = None
+    block_owner_deletion: bool | None = None
+
+
+class ObjectMeta(KubeModel):
+    name: str | None = None
+    generate_name: str | None = None
+    namespace: str | None = None
+    self_link: str | None = None
+    uid: str | None = None
+    resource_version: str | None = None
+    generation: int | None = None
+    creation_timestamp: str | None = None
+    deletion_timestamp: str | None = None
+    deletion_grace_period_seconds: int | None = None
+    labels: dict[str, str] | None = None
+    annotations: dict[str, str] | None = None
+    owner_references: list[OwnerReference] | None = None
+    finalizers: list[str] | None = None
+    managed_fields: list[dict[str, Any]] | None = None
+
+    def controller_ref(self) -> OwnerReference | None:
+        """The owner reference with ``controller: true``, if any."""
+        for ref in self.owner_references or []:
+            if ref.controller:
+                return ref
+        return None
+
+
+class ListMeta(KubeModel):
+    self_link: str | None = None
+    resource_version: str | None = None
+    continue_: str | None = Field(default=None, alias="continue")
+    remaining_item_count: int | None = None
+
+
+class KubeList(KubeModel):
+    """Any ``<Kind>List``: items stay dicts; build rich models from them where needed."""
+
+    api_version: str = "v1"
+    kind: str = "List"
+    metadata: ListMeta = Field(default_factory=ListMeta)
+    items: list[dict[str, Any]] = Field(default_factory=list)
+
+
+# -- label selector (the API type; parsing and matching live in api.selectors) ---------------
+
+
+class LabelSelectorRequirement(KubeModel):
+    key: str
+    operator: str
+    values: list[str] | None = None
+
+
+class LabelSelectorSpec(KubeModel):
+    """``metav1.LabelSelector`` on the wire: ``{matchLabels, matchExpressions}``.
+
+    Named ``...Spec`` so it does not clash with ``api.selectors.LabelSelector``, the parsed,
+    matchable form (``api.selectors.label_selector_from_dict``).
+    """
+
+    match_labels: dict[str, str] | None = None
+    match_expressions: list[LabelSelectorRequirement] | None = None
+
+
+# -- status, delete options, watch events ----------------------------------------------------
+
+
+class StatusCause(KubeModel):
+    reason: str | None = None
+    message: str | None = None
+    field: str | None = None
+
+
+class StatusDetails(KubeModel):
+    name: str | None = None
+    group: str | None = None
+    kind: str | None = None
+    uid: str | None = None
+    causes: list[StatusCause] | None = None
+    retry_after_seconds: int | None = None
+
+
+class Status(KubeModel):
+    api_version: str = "v1"
+    kind: str = "Status"
+    metadata: ListMeta = Field(default_factory=ListMeta)
+    status: str | None = None
+    message: str | None = None
+    reason: str | None = None
+    details: StatusDetails | None = None
+    code: int | None = None
+
+
+class Preconditions(KubeModel):
+    uid: str | None = None
+    resource_version: str | None = None
+
+
+class DeleteOptions(KubeModel):
+    api_version: str | None = None
+    kind: str | None = None
+    grace_period_seconds: int | None = None
+    preconditions: Preconditions | None = None
+    orphan_dependents: bool | None = None
+    propagation_policy: Literal["Orphan", "Background", "Foreground"] | None = None
+    dry_run: list[str] | None = None
+
+
+class WatchEvent(KubeModel):
+    """One line of a watch stream. ``object`` is the object (or a ``Status`` for ``ERROR``)."""
+
+    type: Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"]
+    object: dict[str, Any]
