@@ -43,6 +43,7 @@ __all__ = [
     "Store",
     "StoreClosed",
     "StoreError",
+    "WatchOverflow",
 ]
 
 
@@ -131,6 +132,25 @@ class StoreClosed(StoreError):
     """The store was closed; watches end with this."""
 
 
+class WatchOverflow(StoreError):
+    """A watch fell too far behind the writers and was ended (the other watches go on).
+
+    Each watch buffers a bounded number of live events; a consumer that lets the buffer fill
+    is cut off rather than allowed to slow the writers or grow memory without bound. Recover
+    by watching again from ``last_revision`` (the last event this watch yielded, or the
+    ``after_revision`` it started from) — the store back-fills from history, or raises
+    ``Compacted`` if that revision has meanwhile left the window.
+    """
+
+    def __init__(self, last_revision: int, capacity: int) -> None:
+        super().__init__(
+            f"watch fell more than {capacity} events behind after revision {last_revision}; "
+            "watch again from that revision"
+        )
+        self.last_revision = last_revision
+        self.capacity = capacity
+
+
 @runtime_checkable
 class Store(Protocol):
     """The seam between the apiserver and its storage. See the module docstring for the contract."""
@@ -177,8 +197,9 @@ class Store(Protocol):
         """Every event under ``prefix`` with revision > ``after_revision``, in order, forever.
 
         Raises ``Compacted`` (on first iteration) if ``after_revision`` is older than the window.
-        The iterator ends with ``StoreClosed`` when the store closes; closing the iterator
-        (``aclose``) releases it.
+        The iterator ends with ``StoreClosed`` when the store closes, and with ``WatchOverflow``
+        when its consumer falls too far behind (watch again from ``last_revision``); closing
+        the iterator (``aclose``) releases it.
         """
         ...
 

@@ -1,0 +1,549 @@
+"""The SQLite store (``sqlite:///path.db``), kubelite's default: embedded, durable, log-structured.
+
+Shape (after kine's SQL drivers): one table ``kv`` with one row per write — ``id`` is the
+revision, plus ``name``, ``created``/``deleted`` flags, ``create_revision``, ``prev_revision``,
+``value`` and ``old_value`` — and a UNIQUE index on ``(name, prev_revision)``, so that two
+writes replacing the same revision of a key can never both land, whatever the code above says.
+The current value of a key is its row with the highest id; a list at revision N reads, per key,
+the highest id <= N (an index range scan on ``(name, id)``, never a LIKE over all rows).
+
+Threads: the event loop never touches SQLite. One **writer thread** owns the only writing
+connection and applies writes in order; writes queued while a commit is in flight are applied
+together in the next transaction (**group commit**), each still its own compare-and-swap, so one
+fsync serves many writes under load. Each write is one INSERT, which SQLite applies or rolls back
+as a unit, so a failed compare-and-swap leaves the rest of its group untouched. Results are
+handed back with ``loop.call_soon_threadsafe``, after the commit, together with the watch
+events (published in revision order through ``store.watchhub``). Reads run on a small pool of
+reader threads with their own connections; WAL lets them read while the writer commits.
+
+Durability: WAL journal, ``synchronous=FULL`` by default — a write is fsynced before its
+future resolves, so an acknowledged write survives a crash or SIGKILL. ``synchronous=NORMAL``
+(URL option) is faster and survives a process crash, but not a power loss.
+
+Compaction deletes, 500 rows per transaction with writes interleaved between batches, every
+row no read at a revision >= R needs, then vacuums free pages and truncates the WAL, so the
+file stays bounded under a steady update load. ``compacted_revision`` is stored in the file.
+
+One process only: the file is locked (``<path>-lock``, ``flock``) while open; a second opener
+fails with ``StoreError`` instead of corrupting the revision sequence. Not for network
+filesystems.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import fcntl
+import functools
+import logging
+import os
+import queue
+import sqlite3
+import threading
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, TypeVar
+
+from store.base import (
+    Compacted,
+    Event,
+    KeyValue,
+    ListResult,
+    StoreClosed,
+    StoreError,
+)
+from store.record import Op, Record, WriteKind, next_record, prefix_end
+from store.watchhub import DEFAULT_WATCH_BUFFER, WatchHub
+
+__all__ = ["SYNCHRONOUS_MODES", "SqliteStore"]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+SYNCHRONOUS_MODES: Final = ("OFF", "NORMAL", "FULL", "EXTRA")
+
+COMPACT_BATCH: Final = 500
+"""Rows deleted per compaction transaction: short enough that writers queued behind a batch
+wait milliseconds, not the length of the whole compaction."""
+
+MAX_GROUP: Final = 1000
+"""Most writes applied in one transaction; bounds the latency a group adds to its first write."""
+
+_SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS kv (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    name TEXT NOT NULL,
+    created INTEGER NOT NULL,
+    deleted INTEGER NOT NULL,
+    create_revision INTEGER NOT NULL,
+    prev_revision INTEGER NOT NULL,
+    value BLOB NOT NULL,
+    old_value BLOB
+);
+CREATE UNIQUE INDEX IF NOT EXISTS kv_name_prev_revision ON kv (name, prev_revision);
+CREATE INDEX IF NOT EXISTS kv_name_id ON kv (name, id);
+CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY,
+    value INTEGER NOT NULL
+);
+"""
+
+_COLUMNS: Final = "id, name, created, deleted, create_revision, prev_revision, value, old_value"
+
+_LATEST_SQL: Final = f"SELECT {_COLUMNS} FROM kv WHERE name = ? ORDER BY id DESC LIMIT 1"
+_INSERT_SQL: Final = f"INSERT INTO kv ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+_COMPACTED_SQL: Final = "SELECT value FROM meta WHERE key = 'compacted_revision'"
+_REVISION_SQL: Final = "SELECT seq FROM sqlite_sequence WHERE name = 'kv'"
+_COMPACT_CANDIDATES_SQL: Final = """
+SELECT k.id FROM kv AS k
+WHERE k.id > :cursor AND k.id <= :revision
+  AND (k.deleted = 1 OR EXISTS (
+        SELECT 1 FROM kv AS newer
+        WHERE newer.name = k.name AND newer.id > k.id AND newer.id <= :revision))
+ORDER BY k.id LIMIT :batch
+"""
+
+
+def _record(row: tuple[Any, ...]) -> Record:
+    return Record(
+        revision=row[0],
+        key=row[1],
+        created=bool(row[2]),
+        deleted=bool(row[3]),
+        create_revision=row[4],
+        prev_revision=row[5],
+        value=row[6],
+        old_value=row[7],
+    )
+
+
+def _row(record: Record) -> tuple[Any, ...]:
+    return (
+        record.revision,
+        record.key,
+        int(record.created),
+        int(record.deleted),
+        record.create_revision,
+        record.prev_revision,
+        record.value,
+        record.old_value,
+    )
+
+
+def _scalar(conn: sqlite3.Connection, sql: str) -> int:
+    row = conn.execute(sql).fetchone()
+    return int(row[0]) if row else 0
+
+
+def _range(prefix: str, *, start_after: str | None = None) -> tuple[str, list[Any]]:
+    """SQL condition and parameters for ``name`` under ``prefix`` (after ``start_after``)."""
+    if start_after is not None and start_after >= prefix:
+        clauses, params = ["name > ?"], [start_after]
+    else:
+        clauses, params = ["name >= ?"], [prefix]
+    end = prefix_end(prefix)
+    if end is not None:
+        clauses.append("name < ?")
+        params.append(end)
+    return " AND ".join(clauses), params
+
+
+@dataclass(slots=True)
+class _Write:
+    op: Op
+    future: asyncio.Future[KeyValue]
+
+
+@dataclass(slots=True)
+class _Task:
+    """Work for the writer connection alone, in its own transaction(s): compaction, checkpoint."""
+
+    fn: Callable[[sqlite3.Connection], Any]
+    future: asyncio.Future[Any]
+
+
+_STOP: Final = object()
+
+
+class SqliteStore:
+    """A ``Store`` in one SQLite file. Use ``store.open_store("sqlite:///path.db")``.
+
+    Opening creates the file and schema and recovers the revision counter synchronously (call
+    it at start-up or via ``asyncio.to_thread``). The store binds to the event loop of its first
+    call; use it from that loop only.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        synchronous: str = "FULL",
+        busy_timeout_ms: int = 5000,
+        watch_buffer: int = DEFAULT_WATCH_BUFFER,
+        readers: int = 2,
+    ) -> None:
+        synchronous = synchronous.upper()
+        if synchronous not in SYNCHRONOUS_MODES:
+            raise ValueError(
+                f"synchronous must be one of {', '.join(SYNCHRONOUS_MODES)}, got {synchronous!r}"
+            )
+        self.path = os.fspath(path)
+        self.synchronous = synchronous
+        self._busy_timeout_ms = busy_timeout_ms
+        self._lock_fd = self._lock(self.path)
+        try:
+            self._writer_conn = self._connect()
+            self._init_schema(self._writer_conn)
+            self._revision = _scalar(self._writer_conn, _REVISION_SQL)
+            self._compacted = _scalar(self._writer_conn, _COMPACTED_SQL)
+        except BaseException:
+            os.close(self._lock_fd)
+            raise
+        self._hub = WatchHub(capacity=watch_buffer)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._closed = False
+        self._jobs: queue.SimpleQueue[_Write | _Task | object] = queue.SimpleQueue()
+        self._writer_revision = self._revision
+        """The writer thread's own counter (ahead of ``_revision`` until delivery)."""
+        self._writer = threading.Thread(
+            target=self._run_writer, name=f"kubelite-sqlite-writer:{self.path}", daemon=True
+        )
+        self._writer.start()
+        self._reader_local = threading.local()
+        self._reader_conns: list[sqlite3.Connection] = []
+        self._reader_conns_lock = threading.Lock()
+        self._readers = concurrent.futures.ThreadPoolExecutor(
+            max_workers=readers, thread_name_prefix="kubelite-sqlite-reader"
+        )
+
+    # -- opening ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _lock(path: str) -> int:
+        fd = os.open(path + "-lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise StoreError(f"{path} is already open in another process") from None
+        return fd
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
+        return conn
+
+    def _init_schema(self, conn: sqlite3.Connection) -> None:
+        # auto_vacuum only takes effect before the first table exists, so it comes first.
+        conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
+        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if str(mode).lower() != "wal":
+            raise StoreError(f"{self.path}: cannot switch to WAL journal mode (got {mode!r})")
+        conn.execute(f"PRAGMA synchronous = {self.synchronous}")
+        conn.executescript(_SCHEMA)
+
+    # -- the loop side -----------------------------------------------------------------------
+
+    def _bind_loop(self) -> asyncio.AbstractEventLoop:
+        if self._closed:
+            raise StoreClosed("store closed")
+        loop = asyncio.get_running_loop()
+        if self._loop is None:
+            self._loop = loop
+        elif self._loop is not loop:
+            raise RuntimeError("SqliteStore used from a second event loop")
+        return loop
+
+    async def _read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        loop = self._bind_loop()
+        return await loop.run_in_executor(self._readers, self._with_reader, fn)
+
+    async def _write(self, op: Op) -> KeyValue:
+        loop = self._bind_loop()
+        future: asyncio.Future[KeyValue] = loop.create_future()
+        self._jobs.put(_Write(op, future))
+        return await future
+
+    async def _task(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        loop = self._bind_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        self._jobs.put(_Task(fn, future))
+        return await future
+
+    def _deliver(
+        self, outcomes: list[tuple[_Write, KeyValue | BaseException]], records: list[Record]
+    ) -> None:
+        """On the loop, after a commit: publish the group's events, then resolve its futures."""
+        if records:
+            self._revision = records[-1].revision
+            self._hub.publish([record.event() for record in records])
+        for write, outcome in outcomes:
+            if write.future.done():  # the caller gave up; the write stands regardless
+                continue
+            if isinstance(outcome, BaseException):
+                write.future.set_exception(outcome)
+            else:
+                write.future.set_result(outcome)
+
+    @staticmethod
+    def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
+
+    def _post(self, callback: Callable[..., None], *args: Any) -> None:
+        loop = self._loop
+        if loop is None:  # no caller ever awaited, so no future is waiting either
+            return
+        try:
+            loop.call_soon_threadsafe(callback, *args)
+        except RuntimeError:
+            log.warning("event loop closed before a store result could be delivered; dropped")
+
+    # -- the writer thread -------------------------------------------------------------------
+
+    def _run_writer(self) -> None:
+        conn = self._writer_conn
+        try:
+            stopping = False
+            while not stopping:
+                job = self._jobs.get()
+                if job is _STOP:
+                    break
+                group: list[_Write] = []
+                while True:
+                    if isinstance(job, _Task):
+                        self._commit_group(conn, group)
+                        group = []
+                        self._run_task(conn, job)
+                    elif isinstance(job, _Write):
+                        group.append(job)
+                    if len(group) >= MAX_GROUP:
+                        break
+                    try:
+                        job = self._jobs.get_nowait()
+                    except queue.Empty:
+                        break
+                    if job is _STOP:
+                        stopping = True
+                        break
+                self._commit_group(conn, group)
+        finally:
+            conn.close()
+
+    def _commit_group(self, conn: sqlite3.Connection, group: list[_Write]) -> None:
+        if not group:
+            return
+        outcomes: list[tuple[_Write, KeyValue | BaseException]] = []
+        records: list[Record] = []
+        revision = self._writer_revision
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                for write in group:
+                    try:
+                        record = self._apply(conn, write.op, revision=revision + 1)
+                    except StoreError as err:
+                        outcomes.append((write, err))
+                        continue
+                    revision = record.revision
+                    records.append(record)
+                    result = record.kv() if not record.deleted else record.event().kv
+                    assert result is not None
+                    outcomes.append((write, result))
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        except Exception as err:
+            log.error("store commit of %d write(s) failed: %s; none applied", len(group), err)
+            failure = StoreError(f"commit failed: {err}")
+            failure.__cause__ = err
+            self._post(self._deliver, [(write, failure) for write in group], [])
+            return
+        self._writer_revision = revision
+        self._post(self._deliver, outcomes, records)
+
+    @staticmethod
+    def _apply(conn: sqlite3.Connection, op: Op, *, revision: int) -> Record:
+        row = conn.execute(_LATEST_SQL, (op.key,)).fetchone()
+        latest = _record(row) if row else None
+        record = next_record(op, latest=latest, revision=revision)
+        try:
+            conn.execute(_INSERT_SQL, _row(record))
+        except sqlite3.IntegrityError as err:
+            # The unique (name, prev_revision) index caught a write that our own check let
+            # through: only possible if something else wrote to the file. Refuse it.
+            raise StoreError(
+                f"concurrent write to {op.key!r} rejected by the database: {err}"
+            ) from err
+        return record
+
+    def _run_task(self, conn: sqlite3.Connection, task: _Task) -> None:
+        try:
+            result = task.fn(conn)
+        except BaseException as err:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            self._post(self._settle, task.future, None, err)
+        else:
+            self._post(self._settle, task.future, result, None)
+
+    # -- reader threads ----------------------------------------------------------------------
+
+    def _with_reader(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        conn: sqlite3.Connection | None = getattr(self._reader_local, "conn", None)
+        if conn is None:
+            conn = self._connect()
+            conn.execute("PRAGMA query_only = 1")
+            self._reader_local.conn = conn
+            with self._reader_conns_lock:
+                self._reader_conns.append(conn)
+        conn.execute("BEGIN")  # one snapshot for every statement of this read
+        try:
+            return fn(conn)
+        finally:
+            conn.execute("COMMIT")
+
+    @staticmethod
+    def _check_window(conn: sqlite3.Connection, revision: int) -> None:
+        compacted = _scalar(conn, _COMPACTED_SQL)
+        if revision < compacted:
+            raise Compacted(revision, compacted)
+
+    # -- the Store protocol ------------------------------------------------------------------
+
+    async def get(self, key: str) -> KeyValue | None:
+        def read(conn: sqlite3.Connection) -> KeyValue | None:
+            row = conn.execute(_LATEST_SQL, (key,)).fetchone()
+            return _record(row).kv() if row else None
+
+        return await self._read(read)
+
+    async def list(
+        self,
+        prefix: str,
+        *,
+        revision: int = 0,
+        start_after: str | None = None,
+        limit: int = 0,
+    ) -> ListResult:
+        condition, params = _range(prefix, start_after=start_after)
+        sql = (
+            f"SELECT {_COLUMNS} FROM kv WHERE id IN ("
+            f"SELECT MAX(id) FROM kv WHERE {condition} AND id <= ? GROUP BY name"
+            ") AND deleted = 0 ORDER BY name LIMIT ?"
+        )
+
+        def read(conn: sqlite3.Connection) -> ListResult:
+            if revision:
+                self._check_window(conn, revision)
+            current = _scalar(conn, _REVISION_SQL)
+            at = min(revision, current) if revision else current
+            rows = conn.execute(sql, [*params, at, limit + 1 if limit else -1]).fetchall()
+            more = bool(limit) and len(rows) > limit
+            items = [_record(row).kv() for row in rows[: limit or None]]
+            return ListResult(items=[kv for kv in items if kv is not None], revision=at, more=more)
+
+        return await self._read(read)
+
+    async def create(self, key: str, value: bytes) -> KeyValue:
+        return await self._write(Op(WriteKind.CREATE, key, value))
+
+    async def update(self, key: str, value: bytes, *, expected_revision: int) -> KeyValue:
+        return await self._write(Op(WriteKind.UPDATE, key, value, expected_revision))
+
+    async def delete(self, key: str, *, expected_revision: int | None = None) -> KeyValue:
+        return await self._write(Op(WriteKind.DELETE, key, expected_revision=expected_revision))
+
+    def watch(self, prefix: str, *, after_revision: int) -> AsyncIterator[Event]:
+        return self._hub.watch(prefix, after_revision=after_revision, history=self._history)
+
+    async def _history(self, prefix: str, *, after_revision: int, limit: int) -> Sequence[Event]:
+        condition, params = _range(prefix)
+        sql = f"SELECT {_COLUMNS} FROM kv WHERE id > ? AND {condition} ORDER BY id LIMIT ?"
+
+        def read(conn: sqlite3.Connection) -> list[Record]:
+            self._check_window(conn, after_revision)
+            return [_record(row) for row in conn.execute(sql, [after_revision, *params, limit])]
+
+        return [record.event() for record in await self._read(read)]
+
+    async def current_revision(self) -> int:
+        return self._revision
+
+    async def compacted_revision(self) -> int:
+        return self._compacted
+
+    async def compact(self, revision: int) -> None:
+        """Compact to ``revision`` in batches of ``COMPACT_BATCH`` rows, then shrink the files.
+
+        The new compacted revision is committed first, so a reader that could see a
+        half-compacted table already refuses revisions below it.
+        """
+        if revision > self._revision:
+            raise ValueError(
+                f"cannot compact to {revision}: the current revision is {self._revision}"
+            )
+        if revision <= self._compacted:
+            return
+
+        def mark(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('compacted_revision', ?) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (revision,),
+            )
+
+        await self._task(mark)
+        self._compacted = revision
+        cursor = 0
+        while True:
+            deleted, cursor = await self._task(
+                functools.partial(self._delete_batch, revision=revision, after=cursor)
+            )
+            if deleted < COMPACT_BATCH:
+                break
+        await self._task(self._shrink)
+
+    @staticmethod
+    def _delete_batch(conn: sqlite3.Connection, *, revision: int, after: int) -> tuple[int, int]:
+        conn.execute("BEGIN IMMEDIATE")
+        ids = [
+            row[0]
+            for row in conn.execute(
+                _COMPACT_CANDIDATES_SQL,
+                {"cursor": after, "revision": revision, "batch": COMPACT_BATCH},
+            )
+        ]
+        if ids:
+            conn.executemany("DELETE FROM kv WHERE id = ?", [(i,) for i in ids])
+        conn.execute("COMMIT")
+        return len(ids), (ids[-1] if ids else after)
+
+    @staticmethod
+    def _shrink(conn: sqlite3.Connection) -> None:
+        conn.execute("PRAGMA incremental_vacuum").fetchall()
+        busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        if busy:
+            log.info("WAL checkpoint after compaction was partial (readers busy); next one retries")
+
+    async def close(self) -> None:
+        """Finish queued writes, stop the threads, end the watches with ``StoreClosed``."""
+        if self._closed:
+            return
+        self._closed = True
+        self._jobs.put(_STOP)
+        await asyncio.to_thread(self._writer.join)
+        await asyncio.to_thread(self._readers.shutdown, wait=True)
+        with self._reader_conns_lock:
+            for conn in self._reader_conns:
+                conn.close()
+            self._reader_conns.clear()
+        self._hub.close()
+        os.close(self._lock_fd)
