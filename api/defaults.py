@@ -1,0 +1,270 @@
+"""Kubernetes' defaults for the kinds kubelite serves, applied to the request body (a dict).
+
+Why: what a client reads back must look like what a real cluster returns — a pod created with
+just a name and an image comes back with ``restartPolicy: Always``, ``dnsPolicy: ClusterFirst``,
+``imagePullPolicy``, the two ``NoExecute`` tolerations, ``status.phase: Pending`` ... — and the
+components rely on those fields being set. The apiserver calls ``apply_defaults(kind, obj)``
+before validating a create (and an update), so the stored object is the user's dict plus
+defaults; unknown fields are never touched.
+
+What it covers: the versioned defaulting functions (``pkg/apis/core/v1/defaults.go``,
+``pkg/apis/apps/v1/defaults.go``) for Pod (and every pod template), ReplicationController,
+ReplicaSet, Deployment, Namespace and Node, plus what admission adds to new pods in a stock
+cluster: ``DefaultTolerationSeconds`` (the not-ready/unreachable tolerations, 300 s),
+``Priority`` (``priority: 0``), and the pod's initial status (``phase: Pending``, ``qosClass``).
+Quantities in resources, capacity and allocatable are rewritten in canonical form
+(``cpu: 0.5`` -> ``500m``), as Kubernetes stores them.
+
+Limits: no service accounts, no volumes defaulting, no LimitRanges. Values of the wrong type
+are left alone for ``api.validation`` to report. Defaulting is idempotent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from api.quantity import canonical_quantity, parse_quantity
+
+__all__ = ["DEFAULT_TOLERATION_SECONDS", "apply_defaults", "image_pull_policy", "qos_class"]
+
+DEFAULT_TOLERATION_SECONDS = 300
+"""How long a pod stays bound to a not-ready/unreachable node (DefaultTolerationSeconds)."""
+
+TAINT_NOT_READY = "node.kubernetes.io/not-ready"
+TAINT_UNREACHABLE = "node.kubernetes.io/unreachable"
+
+
+def apply_defaults(kind: str, obj: dict[str, Any]) -> None:
+    """Fill in Kubernetes' defaults for ``kind`` in place; unknown kinds are left unchanged."""
+    fn = _BY_KIND.get(kind)
+    if fn is not None and isinstance(obj, dict):
+        fn(obj)
+
+
+def _dict(parent: dict[str, Any], key: str) -> dict[str, Any] | None:
+    """``parent[key]``, created as ``{}`` when absent; None when present but not a dict."""
+    value = parent.setdefault(key, {})
+    return value if isinstance(value, dict) else None
+
+
+def _dicts(value: Any) -> list[dict[str, Any]]:
+    return [x for x in value if isinstance(x, dict)] if isinstance(value, list) else []
+
+
+def image_pull_policy(image: str) -> str:
+    """``Always`` for ``:latest`` or an untagged image, else ``IfNotPresent`` (digests too)."""
+    if "@" in image:
+        return "IfNotPresent"
+    last = image.rsplit("/", 1)[-1]
+    tag = last.rpartition(":")[2] if ":" in last else ""
+    return "Always" if tag in ("", "latest") else "IfNotPresent"
+
+
+def _canonical_resources(resources: Any) -> None:
+    if not isinstance(resources, dict):
+        return
+    for name, q in list(resources.items()):
+        try:
+            resources[name] = canonical_quantity(q)
+        except (ValueError, TypeError):
+            pass  # validation reports it
+
+
+def _container(c: dict[str, Any]) -> None:
+    image = c.get("image")
+    if "imagePullPolicy" not in c and isinstance(image, str) and image:
+        c["imagePullPolicy"] = image_pull_policy(image)
+    c.setdefault("terminationMessagePath", "/dev/termination-log")
+    c.setdefault("terminationMessagePolicy", "File")
+    for port in _dicts(c.get("ports")):
+        port.setdefault("protocol", "TCP")
+    for env in _dicts(c.get("env")):
+        value_from = env.get("valueFrom")
+        field_ref = value_from.get("fieldRef") if isinstance(value_from, dict) else None
+        if isinstance(field_ref, dict):
+            field_ref.setdefault("apiVersion", "v1")
+    resources = _dict(c, "resources")
+    if resources is not None:
+        _canonical_resources(resources.get("limits"))
+        _canonical_resources(resources.get("requests"))
+
+
+def _pod_spec(spec: dict[str, Any]) -> None:
+    spec.setdefault("restartPolicy", "Always")
+    spec.setdefault("dnsPolicy", "ClusterFirst")
+    spec.setdefault("terminationGracePeriodSeconds", 30)
+    spec.setdefault("securityContext", {})
+    spec.setdefault("schedulerName", "default-scheduler")
+    spec.setdefault("enableServiceLinks", True)
+    for c in _dicts(spec.get("initContainers")) + _dicts(spec.get("containers")):
+        _container(c)
+    if spec.get("hostNetwork") is True:
+        # with host networking the container port is the host port
+        for c in _dicts(spec.get("initContainers")) + _dicts(spec.get("containers")):
+            for port in _dicts(c.get("ports")):
+                port.setdefault("hostPort", port.get("containerPort"))
+    _canonical_resources(spec.get("overhead"))
+
+
+def _pod(obj: dict[str, Any]) -> None:
+    spec = _dict(obj, "spec")
+    if spec is None:
+        return
+    _pod_spec(spec)
+    # SetDefaults_Pod: a limit without a request requests the limit
+    for c in _dicts(spec.get("initContainers")) + _dicts(spec.get("containers")):
+        resources = c.get("resources")
+        if isinstance(resources, dict) and isinstance(resources.get("limits"), dict):
+            requests = resources.setdefault("requests", {})
+            if isinstance(requests, dict):
+                for name, q in resources["limits"].items():
+                    requests.setdefault(name, q)
+            if not requests:
+                del resources["requests"]
+    # Priority admission: no priorityClassName means priority 0
+    if "priorityClassName" not in spec:
+        spec.setdefault("priority", 0)
+    # DefaultTolerationSeconds admission
+    tolerations = spec.get("tolerations")
+    if tolerations is None:
+        tolerations = spec["tolerations"] = []
+    if isinstance(tolerations, list):
+        for key in (TAINT_NOT_READY, TAINT_UNREACHABLE):
+            if not any(
+                isinstance(t, dict)
+                and t.get("key") in (key, None, "")
+                and t.get("effect") in ("NoExecute", None, "")
+                for t in tolerations
+            ):
+                tolerations.append(
+                    {
+                        "key": key,
+                        "operator": "Exists",
+                        "effect": "NoExecute",
+                        "tolerationSeconds": DEFAULT_TOLERATION_SECONDS,
+                    }
+                )
+    status = _dict(obj, "status")
+    if status is not None:
+        status.setdefault("phase", "Pending")
+        status.setdefault("qosClass", qos_class(spec))
+
+
+def qos_class(spec: dict[str, Any]) -> str:
+    """``Guaranteed``, ``Burstable`` or ``BestEffort`` from the containers' cpu/memory resources.
+
+    Guaranteed: every container has cpu and memory limits, and requests equal to them.
+    BestEffort: no container requests or limits cpu or memory. Burstable: anything else.
+    """
+    any_set, guaranteed = False, True
+    for c in _dicts(spec.get("initContainers")) + _dicts(spec.get("containers")):
+        resources = _as_map(c.get("resources"))
+        limits, requests = _as_map(resources.get("limits")), _as_map(resources.get("requests"))
+        for name in ("cpu", "memory"):
+            lim, req = limits.get(name), requests.get(name, limits.get(name))
+            if _nonzero(lim) or _nonzero(req):
+                any_set = True
+            if lim is None or not _nonzero(lim) or _value(req) != _value(lim):
+                guaranteed = False
+    if not any_set:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"
+
+
+def _as_map(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _value(q: Any) -> Any:
+    try:
+        return parse_quantity(q)
+    except (ValueError, TypeError):
+        return None
+
+
+def _nonzero(q: Any) -> bool:
+    v = _value(q)
+    return v is not None and v != 0
+
+
+def _template(owner_spec: dict[str, Any]) -> dict[str, Any] | None:
+    template = owner_spec.get("template")
+    if not isinstance(template, dict):
+        return None
+    spec = _dict(template, "spec")
+    if spec is not None:
+        _pod_spec(spec)
+    return template
+
+
+def _replication_controller(obj: dict[str, Any]) -> None:
+    spec = _dict(obj, "spec")
+    if spec is None:
+        return
+    template = _template(spec)
+    labels = None
+    if template is not None and isinstance(template.get("metadata"), dict):
+        labels = template["metadata"].get("labels")
+    if isinstance(labels, dict) and labels:
+        if not spec.get("selector"):
+            spec["selector"] = dict(labels)
+        meta = _dict(obj, "metadata")
+        if meta is not None and not meta.get("labels"):
+            meta["labels"] = dict(labels)
+    spec.setdefault("replicas", 1)
+
+
+def _replica_set(obj: dict[str, Any]) -> None:
+    spec = _dict(obj, "spec")
+    if spec is None:
+        return
+    _template(spec)
+    spec.setdefault("replicas", 1)
+
+
+def _deployment(obj: dict[str, Any]) -> None:
+    spec = _dict(obj, "spec")
+    if spec is None:
+        return
+    _template(spec)
+    spec.setdefault("replicas", 1)
+    strategy = _dict(spec, "strategy")
+    if strategy is not None:
+        strategy.setdefault("type", "RollingUpdate")
+        if strategy["type"] == "RollingUpdate":
+            rolling = _dict(strategy, "rollingUpdate")
+            if rolling is not None:
+                rolling.setdefault("maxUnavailable", "25%")
+                rolling.setdefault("maxSurge", "25%")
+    spec.setdefault("revisionHistoryLimit", 10)
+    spec.setdefault("progressDeadlineSeconds", 600)
+
+
+def _namespace(obj: dict[str, Any]) -> None:
+    spec = _dict(obj, "spec")
+    if spec is not None:
+        spec.setdefault("finalizers", ["kubernetes"])
+    status = _dict(obj, "status")
+    if status is not None:
+        status.setdefault("phase", "Active")
+
+
+def _node(obj: dict[str, Any]) -> None:
+    status = obj.get("status")
+    if not isinstance(status, dict):
+        return
+    _canonical_resources(status.get("capacity"))
+    _canonical_resources(status.get("allocatable"))
+    if "allocatable" not in status and isinstance(status.get("capacity"), dict):
+        status["allocatable"] = dict(status["capacity"])
+
+
+_BY_KIND: dict[str, Callable[[dict[str, Any]], None]] = {
+    "Pod": _pod,
+    "ReplicationController": _replication_controller,
+    "ReplicaSet": _replica_set,
+    "Deployment": _deployment,
+    "Namespace": _namespace,
+    "Node": _node,
+}
