@@ -1,0 +1,191 @@
+"""A command run "inside" a process-runtime container: its env, its working directory, a pty or pipes.
+
+``kubectl exec`` lands here through the kubelet server. Without a tty the command gets three
+pipes and stdout/stderr stay separate; with a tty it gets a pseudo-terminal as its controlling
+terminal (so ``sh`` is interactive and Ctrl-C works) and stderr is merged into stdout, as with
+a real container runtime. The command runs in its own session so killing it kills its children.
+
+Limits: there is no filesystem or PID namespace — the command sees the host, as the container
+does. Output is read in chunks of up to 64 KiB as it arrives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import os
+import pty
+import signal
+import struct
+import termios
+from collections.abc import Mapping
+
+__all__ = ["ProcessExecSession", "start_exec"]
+
+_EOF = (0, b"")
+
+
+class ProcessExecSession:
+    """Implements ``runtime.base.ExecSession`` over an asyncio subprocess."""
+
+    def __init__(
+        self,
+        *,
+        proc: asyncio.subprocess.Process,
+        master_fd: int | None,
+    ) -> None:
+        self._proc = proc
+        self._master = master_fd
+        self._queue: asyncio.Queue[tuple[int, bytes]] = asyncio.Queue()
+        self._open_streams = 0
+        self._readers: list[asyncio.Task[None]] = []
+        loop = asyncio.get_running_loop()
+        if master_fd is not None:
+            os.set_blocking(master_fd, False)
+            self._open_streams = 1
+            loop.add_reader(master_fd, self._on_master_readable)
+        else:
+            for stream_id, stream in ((1, proc.stdout), (2, proc.stderr)):
+                if stream is not None:
+                    self._open_streams += 1
+                    self._readers.append(
+                        asyncio.create_task(
+                            self._pump(stream_id, stream), name=f"exec-pump-{proc.pid}-{stream_id}"
+                        )
+                    )
+
+    def _on_master_readable(self) -> None:
+        assert self._master is not None
+        try:
+            data = os.read(self._master, 65536)
+        except BlockingIOError:
+            return
+        except OSError:  # EIO: the slave side is closed, the command is gone
+            data = b""
+        if data:
+            self._queue.put_nowait((1, data))
+        else:
+            asyncio.get_running_loop().remove_reader(self._master)
+            self._queue.put_nowait(_EOF)
+
+    async def _pump(self, stream_id: int, stream: asyncio.StreamReader) -> None:
+        while chunk := await stream.read(65536):
+            self._queue.put_nowait((stream_id, chunk))
+        self._queue.put_nowait(_EOF)
+
+    async def write_stdin(self, data: bytes) -> None:
+        if self._master is not None:
+            view = memoryview(data)
+            while view:
+                try:
+                    n = os.write(self._master, view)
+                except BlockingIOError:
+                    await self._writable(self._master)
+                    continue
+                view = view[n:]
+        elif self._proc.stdin is not None and not self._proc.stdin.is_closing():
+            self._proc.stdin.write(data)
+            with contextlib.suppress(ConnectionError):
+                await self._proc.stdin.drain()
+
+    @staticmethod
+    async def _writable(fd: int) -> None:
+        loop = asyncio.get_running_loop()
+        ready = loop.create_future()
+        loop.add_writer(fd, lambda: ready.done() or ready.set_result(None))
+        try:
+            await ready
+        finally:
+            loop.remove_writer(fd)
+
+    async def close_stdin(self) -> None:
+        if self._master is not None:
+            # a tty has no half-close: send EOF (Ctrl-D) as a terminal would
+            await self.write_stdin(b"\x04")
+        elif self._proc.stdin is not None and not self._proc.stdin.is_closing():
+            self._proc.stdin.close()
+
+    async def read_output(self) -> tuple[int, bytes]:
+        while self._open_streams:
+            item = await self._queue.get()
+            if item == _EOF:
+                self._open_streams -= 1
+                continue
+            return item
+        return _EOF
+
+    def resize(self, *, width: int, height: int) -> None:
+        if self._master is not None and width > 0 and height > 0:
+            with contextlib.suppress(OSError):
+                fcntl.ioctl(
+                    self._master, termios.TIOCSWINSZ, struct.pack("HHHH", height, width, 0, 0)
+                )
+
+    async def wait(self) -> int:
+        code = await self._proc.wait()
+        for task in self._readers:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._close_master()
+        return 128 - code if code < 0 else code
+
+    def _close_master(self) -> None:
+        if self._master is not None:
+            with contextlib.suppress(Exception):
+                asyncio.get_running_loop().remove_reader(self._master)
+            with contextlib.suppress(OSError):
+                os.close(self._master)
+            self._master = None
+
+    async def kill(self) -> None:
+        if self._proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self._proc.pid, signal.SIGKILL)
+        await self._proc.wait()
+        for task in self._readers:
+            task.cancel()
+        self._close_master()
+
+
+def _make_controlling_tty() -> None:  # runs in the child between fork and exec
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+async def start_exec(
+    command: list[str],
+    *,
+    env: Mapping[str, str],
+    cwd: str | None,
+    tty: bool,
+) -> ProcessExecSession:
+    """Start ``command``; raises ``FileNotFoundError``/``PermissionError`` if it cannot run."""
+    if tty:
+        master, slave = pty.openpty()
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *command,
+                stdin=slave,
+                stdout=slave,
+                stderr=slave,
+                env=dict(env),
+                cwd=cwd,
+                start_new_session=True,
+                preexec_fn=_make_controlling_tty,
+            )
+        except BaseException:
+            os.close(master)
+            raise
+        finally:
+            os.close(slave)
+        return ProcessExecSession(proc=proc, master_fd=master)
+    proc = await asyncio.create_subprocess_exec(
+        *command,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=dict(env),
+        cwd=cwd,
+        start_new_session=True,
+    )
+    return ProcessExecSession(proc=proc, master_fd=None)

@@ -1,0 +1,85 @@
+"""Pod IP allocation from a per-node range inside 127.0.0.0/8.
+
+Every pod gets its own loopback address: Linux routes all of 127/8 to ``lo``, so a process can
+bind ``127.1.0.2:80`` without any interface set-up, and two pods can both listen on port 80.
+A node gets a range (``--pod-cidr``, default derived from the node name: ``node1`` ->
+``127.1.0.0/16``); addresses are handed out lowest first, skipping the network address, the
+``.1`` a real bridge would take, and the broadcast address — so ``node1``'s first pod is
+``127.1.0.2``, as a Kubernetes user would expect the first pod of a node's range to look.
+
+Ranges outside 127.0.0.0/8 are refused: pod traffic must never leave the machine.
+Not thread-safe; the kubelet calls it from its event loop only.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import zlib
+
+__all__ = ["LOOPBACK", "PodIPAllocator", "default_pod_cidr", "sim_pod_cidr"]
+
+LOOPBACK = ipaddress.ip_network("127.0.0.0/8")
+
+
+def default_pod_cidr(node_name: str) -> str:
+    """``node1`` -> ``127.1.0.0/16``; names without a trailing number hash into 127.64-127.127.
+
+    127.0.x.x is left alone (the host's own services live there).
+    """
+    match = re.search(r"(\d+)$", node_name)
+    if match and 1 <= int(match.group(1)) <= 63:
+        return f"127.{int(match.group(1))}.0.0/16"
+    return f"127.{64 + zlib.crc32(node_name.encode()) % 64}.0.0/16"
+
+
+def sim_pod_cidr(index: int) -> str:
+    """Simulated node ``index`` -> a /24 inside 127.128.0.0/9 (room for 32,768 nodes)."""
+    if not 0 <= index < 32768:
+        raise ValueError(f"simulated node index {index} out of range")
+    return f"127.{128 + index // 256}.{index % 256}.0/24"
+
+
+class PodIPAllocator:
+    """Hands out addresses of one range; remembers which pod holds which."""
+
+    def __init__(self, cidr: str) -> None:
+        network = ipaddress.ip_network(cidr, strict=False)
+        if not isinstance(network, ipaddress.IPv4Network) or not network.subnet_of(LOOPBACK):
+            raise ValueError(f"pod CIDR {cidr} is not inside 127.0.0.0/8")
+        if network.num_addresses < 4:
+            raise ValueError(f"pod CIDR {cidr} is too small")
+        self.cidr = str(network)
+        self._first = int(network.network_address) + 2
+        self._last = int(network.broadcast_address) - 1
+        self._next = self._first
+        self._by_pod: dict[str, str] = {}
+        self._used: set[int] = set()
+
+    def reserve(self, *, pod_uid: str, ip: str) -> None:
+        """Record an address already in use (a pod re-adopted after a restart)."""
+        self._by_pod[pod_uid] = ip
+        self._used.add(int(ipaddress.ip_address(ip)))
+
+    def allocate(self, pod_uid: str) -> str:
+        if pod_uid in self._by_pod:
+            return self._by_pod[pod_uid]
+        size = self._last - self._first + 1
+        for offset in range(size):
+            candidate = self._first + (self._next - self._first + offset) % size
+            if candidate not in self._used:
+                self._used.add(candidate)
+                # next search starts after this one, so a freed IP is not reused at once
+                self._next = candidate + 1 if candidate < self._last else self._first
+                ip = str(ipaddress.ip_address(candidate))
+                self._by_pod[pod_uid] = ip
+                return ip
+        raise RuntimeError(f"pod CIDR {self.cidr} is exhausted")
+
+    def release(self, pod_uid: str) -> None:
+        ip = self._by_pod.pop(pod_uid, None)
+        if ip is not None:
+            self._used.discard(int(ipaddress.ip_address(ip)))
+
+    def get(self, pod_uid: str) -> str | None:
+        return self._by_pod.get(pod_uid)
