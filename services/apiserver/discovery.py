@@ -344,11 +344,24 @@ class _Discovery:
     async def openapi_v3_root(self, request: web.Request) -> web.Response:
         return self._openapi_body(self.openapi.root_body(), request)
 
-    async def openapi_v3_doc(self, request: web.Request) -> web.Response:
-        body = self.openapi.document_body(request.match_info["path"])
+    async def openapi_v3_doc(self, request: web.Request) -> web.StreamResponse:
+        path = request.match_info["path"]
+        body = self.openapi.document_body(path)
         if body is None:
             return _status_response(NotFound("the server could not find the requested resource"))
-        return self._openapi_body(body, request)
+        asked = request.query.get("hash")
+        current = body[1].strip('"')
+        if asked is not None and asked != current:
+            # as the real server: an outdated hash is redirected to the current document
+            location = request.rel_url.update_query(hash=current)
+            return web.Response(
+                status=301, headers={"Location": str(location), "Cache-Control": "no-cache"}
+            )
+        response = self._openapi_body(body, request)
+        if asked is not None:
+            # a hash-addressed document never changes: clients may cache it for good
+            response.headers["Cache-Control"] = "public, immutable"
+        return response
 
     @staticmethod
     def _openapi_body(body: tuple[bytes, str], request: web.Request) -> web.Response:

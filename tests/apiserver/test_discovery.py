@@ -327,3 +327,16 @@ async def test_openapi_etag_and_unknown_document(client: Client) -> None:
     missing = await client.get("/openapi/v3/apis/nope/v1")
     assert missing.status == 404
     assert (await missing.json())["reason"] == "NotFound"
+
+
+async def test_openapi_hash_addressing(client: Client) -> None:
+    root, _ = await get_json(client, "/openapi/v3")
+    url = root["paths"]["api/v1"]["serverRelativeURL"]
+    current = await client.get(url)
+    assert current.status == 200
+    assert current.headers["Cache-Control"] == "public, immutable"
+    outdated = await client.get("/openapi/v3/api/v1?hash=0BSOLETE", allow_redirects=False)
+    assert outdated.status == 301
+    assert outdated.headers["Location"] == url
+    unhashed = await client.get("/openapi/v3/api/v1")
+    assert "immutable" not in unhashed.headers.get("Cache-Control", "")
