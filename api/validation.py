@@ -1,0 +1,942 @@
+"""Object validation: a request body (dict) in, Kubernetes field causes out.
+
+Why: a bad object must be refused before it is stored, with the 422 ``Invalid`` answer a real
+cluster gives — ``Pod "web" is invalid: spec.containers[0].image: Required value`` — because
+kubectl prints those causes to people, and clients key on their ``reason``. The apiserver calls
+``validate(rt, obj)`` on create (after ``api.defaults.apply_defaults``) and
+``validate_update(rt, new, old)`` on update; an empty list means valid.
+
+How: two passes over the same dict. First the resource's pydantic model (``rt.model``) checks
+shape and types; its errors become causes, their ``loc`` turned into Kubernetes field paths
+(JSON names, ``[i]`` for list items, ``[key]`` for map keys). Then semantic checks, written
+after ``pkg/apis/*/validation``: name syntax, labels and annotations, containers, ports,
+resources, enums, tolerations, node affinity, controller selectors versus template labels,
+leases, events, and for updates the immutable fields. Semantic checks read the dict
+defensively, and a cause under a path pydantic already reported is dropped, so one mistake
+gives one cause.
+
+Messages follow Kubernetes' ``field.Error`` wording (``Required value``, ``Invalid value: "x":
+...``, ``Unsupported value: "x": supported values: "a", "b"``, ``Duplicate value: "x"``,
+``Forbidden: ...``). Causes have keys ``reason``, ``message``, ``field``.
+
+Limits: only the rules listed above; no cross-object checks (quota, priority classes, whether
+a node exists). Type errors, which Kubernetes reports as 400 decode errors, are reported here
+as ``FieldValueInvalid`` causes instead.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import types
+from collections.abc import Callable, Iterable, Mapping
+from typing import Annotated, Any, TypeGuard, Union, cast, get_args, get_origin
+
+from pydantic import BaseModel, ValidationError
+
+from api.errors import BadRequest, Cause
+from api.meta import parse_time
+from api.names import (
+    is_dns1123_label,
+    is_dns1123_subdomain,
+    is_qualified_name,
+    is_valid_label_value,
+)
+from api.quantity import parse_quantity
+from api.registry import ResourceType
+from api.selectors import label_selector_from_dict
+
+__all__ = [
+    "POD_UPDATE_FORBIDDEN",
+    "duplicate",
+    "forbidden",
+    "invalid",
+    "not_supported",
+    "required",
+    "validate",
+    "validate_update",
+]
+
+POD_UPDATE_FORBIDDEN = (
+    "pod updates may not change fields other than `spec.containers[*].image`,"
+    "`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,"
+    "`spec.tolerations` (only additions to existing tolerations),"
+    "`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)"
+)
+SELECTOR_MISMATCH = "`selector` does not match template `labels`"
+IMMUTABLE = "field is immutable"
+TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
+
+
+# -- causes ----------------------------------------------------------------------------------
+
+
+def _show(value: Any) -> str:
+    """A value as Kubernetes prints it in an error: strings quoted, numbers bare."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, str):
+        return json.dumps(value)
+    return json.dumps(value, separators=(",", ":"), sort_keys=True, default=str)
+
+
+def required(field: str, detail: str = "") -> Cause:
+    msg = "Required value" + (f": {detail}" if detail else "")
+    return {"reason": "FieldValueRequired", "message": msg, "field": field}
+
+
+def invalid(field: str, value: Any, detail: str = "") -> Cause:
+    msg = f"Invalid value: {_show(value)}" + (f": {detail}" if detail else "")
+    return {"reason": "FieldValueInvalid", "message": msg, "field": field}
+
+
+def not_supported(field: str, value: Any, supported: Iterable[str]) -> Cause:
+    values = ", ".join(json.dumps(s) for s in supported)
+    msg = f"Unsupported value: {_show(value)}: supported values: {values}"
+    return {"reason": "FieldValueNotSupported", "message": msg, "field": field}
+
+
+def duplicate(field: str, value: Any) -> Cause:
+    return {
+        "reason": "FieldValueDuplicate",
+        "message": f"Duplicate value: {_show(value)}",
+        "field": field,
+    }
+
+
+def forbidden(field: str, detail: str) -> Cause:
+    return {"reason": "FieldValueForbidden", "message": f"Forbidden: {detail}", "field": field}
+
+
+# -- pydantic errors -> causes ---------------------------------------------------------------
+
+
+def _unwrap(tp: Any) -> Any:
+    """Strip ``Annotated`` and ``Optional``; a real union (``int | str``) is returned as is."""
+    while True:
+        origin = get_origin(tp)
+        if origin is Annotated:
+            tp = get_args(tp)[0]
+        elif origin in (Union, types.UnionType):
+            members = [a for a in get_args(tp) if a is not type(None)]
+            if len(members) != 1:
+                return tp
+            tp = members[0]
+        else:
+            return tp
+
+
+def _loc_to_path(model: type[BaseModel], loc: tuple[int | str, ...]) -> str:
+    """``('spec', 'containers', 0, 'name')`` -> ``spec.containers[0].name``, map keys in ``[]``."""
+    path, tp = "", cast(Any, model)
+    for part in loc:
+        tp = _unwrap(tp)
+        origin = get_origin(tp)
+        if isinstance(part, int):
+            path += f"[{part}]"
+            args = get_args(tp)
+            tp = args[0] if args else Any
+        elif isinstance(tp, type) and issubclass(tp, BaseModel):
+            name = str(part)
+            for fname, info in tp.model_fields.items():
+                if part in (info.alias, fname):
+                    name, tp = info.alias or fname, info.annotation
+                    break
+            else:
+                tp = Any
+            path += f".{name}" if path else name
+        elif origin is dict:
+            path += f"[{part}]"
+            tp = get_args(tp)[1]
+        elif origin in (Union, types.UnionType):
+            continue  # a union member tag such as 'int' or 'str', not a field
+        else:
+            path += f".{part}" if path else str(part)
+    return path
+
+
+def _pydantic_causes(model: type[BaseModel], obj: dict[str, Any]) -> list[Cause]:
+    try:
+        model.model_validate(obj)
+    except ValidationError as e:
+        causes: list[Cause] = []
+        seen: set[str] = set()
+        for err in e.errors(include_url=False):
+            path = _loc_to_path(model, tuple(err["loc"]))
+            if path in seen:
+                continue  # a union reports once per member
+            seen.add(path)
+            if err["type"] == "missing":
+                causes.append(required(path))
+            elif err["type"] == "literal_error":
+                expected = (err.get("ctx") or {}).get("expected", "")
+                supported = re.findall(r"'([^']*)'", str(expected))
+                causes.append(not_supported(path, err.get("input"), supported))
+            else:
+                msg = str(err["msg"]).removeprefix("Value error, ")
+                causes.append(invalid(path, err.get("input"), msg))
+        return causes
+    return []
+
+
+# -- helpers for semantic checks -------------------------------------------------------------
+
+
+def _map(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _items(value: Any) -> list[tuple[int, dict[str, Any]]]:
+    return [(i, x) for i, x in enumerate(_list(value)) if isinstance(x, dict)]
+
+
+def _is_int(value: Any) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _non_negative(field: str, value: Any) -> list[Cause]:
+    if _is_int(value) and value < 0:
+        return [invalid(field, value, "must be greater than or equal to 0")]
+    return []
+
+
+def _name_checker(fn: Callable[[str], list[str]]) -> Callable[[str, str], list[Cause]]:
+    def check(field: str, value: str) -> list[Cause]:
+        return [invalid(field, value, msg) for msg in fn(value)]
+
+    return check
+
+
+_dns_label = _name_checker(is_dns1123_label)
+_dns_subdomain = _name_checker(is_dns1123_subdomain)
+_qualified_name = _name_checker(is_qualified_name)
+
+
+def _labels(field: str, labels: Any) -> list[Cause]:
+    causes: list[Cause] = []
+    for k, v in _map(labels).items():
+        causes += [invalid(field, k, msg) for msg in is_qualified_name(k)]
+        if isinstance(v, str):
+            causes += [invalid(field, v, msg) for msg in is_valid_label_value(v)]
+    return causes
+
+
+def _annotations(field: str, annotations: Any) -> list[Cause]:
+    causes: list[Cause] = []
+    total = 0
+    for k, v in _map(annotations).items():
+        causes += [invalid(field, k.lower(), msg) for msg in is_qualified_name(k.lower())]
+        total += len(k) + (len(v) if isinstance(v, str) else 0)
+    if total > TOTAL_ANNOTATION_SIZE_LIMIT:
+        causes.append(
+            {
+                "reason": "FieldValueTooLong",
+                "message": f"Too long: must have at most {TOTAL_ANNOTATION_SIZE_LIMIT} bytes",
+                "field": field,
+            }
+        )
+    return causes
+
+
+# -- metadata --------------------------------------------------------------------------------
+
+
+def _metadata(rt: ResourceType, meta: dict[str, Any]) -> list[Cause]:
+    causes: list[Cause] = []
+    name_check = _dns_label if rt.kind == "Namespace" else _dns_subdomain
+    name, generate = meta.get("name"), meta.get("generateName")
+    if isinstance(generate, str) and generate:
+        masked = generate[:-1] + "a" if generate.endswith("-") else generate
+        causes += [
+            invalid("metadata.generateName", generate, c["message"].split(": ", 2)[-1])
+            for c in name_check("metadata.generateName", masked)
+        ]
+    if not name:
+        if not generate:
+            causes.append(required("metadata.name", "name or generateName is required"))
+    elif isinstance(name, str):
+        causes += name_check("metadata.name", name)
+    namespace = meta.get("namespace")
+    if rt.namespaced:
+        if not namespace:
+            causes.append(required("metadata.namespace"))
+        elif isinstance(namespace, str):
+            causes += _dns_label("metadata.namespace", namespace)
+    causes += _non_negative("metadata.generation", meta.get("generation"))
+    causes += _labels("metadata.labels", meta.get("labels"))
+    causes += _annotations("metadata.annotations", meta.get("annotations"))
+    for i, fin in enumerate(_list(meta.get("finalizers"))):
+        if isinstance(fin, str):
+            causes += _qualified_name(f"metadata.finalizers[{i}]", fin)
+    for i, ref in _items(meta.get("ownerReferences")):
+        for key in ("apiVersion", "kind", "name", "uid"):
+            if not ref.get(key):
+                causes.append(required(f"metadata.ownerReferences[{i}].{key}"))
+    controllers = [r for _, r in _items(meta.get("ownerReferences")) if r.get("controller") is True]
+    if len(controllers) > 1:
+        causes.append(
+            invalid(
+                "metadata.ownerReferences",
+                [r.get("name") for r in controllers],
+                "Only one reference can have Controller set to true",
+            )
+        )
+    return causes
+
+
+# -- pods ------------------------------------------------------------------------------------
+
+_RESTART_POLICIES = ("Always", "OnFailure", "Never")
+_DNS_POLICIES = ("ClusterFirstWithHostNet", "ClusterFirst", "Default", "None")
+_PULL_POLICIES = ("Always", "IfNotPresent", "Never")
+_PROTOCOLS = ("SCTP", "TCP", "UDP")
+_MESSAGE_POLICIES = ("FallbackToLogsOnError", "File")
+_TAINT_EFFECTS = ("NoExecute", "NoSchedule", "PreferNoSchedule")
+_TOLERATION_OPERATORS = ("Equal", "Exists")
+_NODE_SELECTOR_OPERATORS = ("DoesNotExist", "Exists", "Gt", "In", "Lt", "NotIn")
+_PORT_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
+
+
+def _port_in_range(field: str, port: Any) -> list[Cause]:
+    if _is_int(port) and not 1 <= port <= 65535:
+        return [invalid(field, port, "must be between 1 and 65535, inclusive")]
+    return []
+
+
+def _resources(field: str, res: dict[str, Any]) -> list[Cause]:
+    causes: list[Cause] = []
+    parsed: dict[str, dict[str, Any]] = {}
+    for part in ("limits", "requests"):
+        parsed[part] = {}
+        for rname, q in _map(res.get(part)).items():
+            path = f"{field}.{part}[{rname}]"
+            causes += [invalid(path, rname, m) for m in is_qualified_name(rname)]
+            try:
+                value = parse_quantity(q)
+            except (ValueError, TypeError):
+                continue  # pydantic reported it
+            if value < 0:
+                causes.append(invalid(path, q, "must be greater than or equal to 0"))
+            parsed[part][rname] = (q, value)
+    for rname, (q, value) in parsed["requests"].items():
+        limit = parsed["limits"].get(rname)
+        if limit is not None and value > limit[1]:
+            causes.append(
+                invalid(
+                    f"{field}.requests[{rname}]",
+                    q,
+                    f"must be less than or equal to {rname} limit of {limit[0]}",
+                )
+            )
+    return causes
+
+
+def _container(field: str, c: dict[str, Any]) -> list[Cause]:
+    causes: list[Cause] = []
+    name = c.get("name")
+    if name == "":
+        causes.append(required(f"{field}.name"))
+    elif isinstance(name, str):
+        causes += _dns_label(f"{field}.name", name)
+    image = c.get("image")
+    if image is None or (isinstance(image, str) and not image.strip()):
+        causes.append(required(f"{field}.image"))
+    policy = c.get("imagePullPolicy")
+    if isinstance(policy, str) and policy not in _PULL_POLICIES:
+        causes.append(not_supported(f"{field}.imagePullPolicy", policy, _PULL_POLICIES))
+    policy = c.get("terminationMessagePolicy")
+    if isinstance(policy, str) and policy not in _MESSAGE_POLICIES:
+        causes.append(not_supported(f"{field}.terminationMessagePolicy", policy, _MESSAGE_POLICIES))
+    port_names: set[str] = set()
+    for i, port in _items(c.get("ports")):
+        p = f"{field}.ports[{i}]"
+        cp = port.get("containerPort")
+        causes += _port_in_range(f"{p}.containerPort", cp)
+        hp = port.get("hostPort")
+        if _is_int(hp) and hp != 0:
+            causes += _port_in_range(f"{p}.hostPort", hp)
+        proto = port.get("protocol")
+        if isinstance(proto, str) and proto not in _PROTOCOLS:
+            causes.append(not_supported(f"{p}.protocol", proto, _PROTOCOLS))
+        pname = port.get("name")
+        if isinstance(pname, str) and pname:
+            if len(pname) > 15:
+                causes.append(invalid(f"{p}.name", pname, "must be no more than 15 characters"))
+            elif not _PORT_NAME.match(pname) or "--" in pname or not re.search("[a-z]", pname):
+                causes.append(
+                    invalid(
+                        f"{p}.name",
+                        pname,
+                        "must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)"
+                        " and must contain at least one letter (a-z)",
+                    )
+                )
+            if pname in port_names:
+                causes.append(duplicate(f"{p}.name", pname))
+            port_names.add(pname)
+    for i, env in _items(c.get("env")):
+        ename = env.get("name")
+        if ename == "":
+            causes.append(required(f"{field}.env[{i}].name"))
+        elif isinstance(ename, str) and "=" in ename:
+            causes.append(
+                invalid(
+                    f"{field}.env[{i}].name",
+                    ename,
+                    "a valid environment variable name "
+                    "must consist only of printable ASCII characters other than '='",
+                )
+            )
+        if env.get("value") and env.get("valueFrom"):
+            causes.append(
+                invalid(
+                    f"{field}.env[{i}].valueFrom",
+                    "",
+                    "may not be specified when `value` is not empty",
+                )
+            )
+    resources = c.get("resources")
+    if isinstance(resources, dict):
+        causes += _resources(f"{field}.resources", resources)
+    return causes
+
+
+def _node_selector_requirement(field: str, req: dict[str, Any], *, fields: bool) -> list[Cause]:
+    causes: list[Cause] = []
+    op, values = req.get("operator"), _list(req.get("values"))
+    key = req.get("key")
+    if fields:
+        if key != "metadata.name":
+            causes.append(not_supported(f"{field}.key", key, ["metadata.name"]))
+        if op not in ("In", "NotIn"):
+            causes.append(not_supported(f"{field}.operator", op, ["In", "NotIn"]))
+        elif len(values) != 1:
+            causes.append(
+                required(
+                    f"{field}.values",
+                    "must be only one value when `operator` is 'In' or 'NotIn' for node field selector",
+                )
+            )
+        return causes
+    if isinstance(key, str):
+        causes += _qualified_name(f"{field}.key", key)
+    if op in ("In", "NotIn"):
+        if not values:
+            causes.append(
+                required(f"{field}.values", "must be specified when `operator` is 'In' or 'NotIn'")
+            )
+    elif op in ("Exists", "DoesNotExist"):
+        if values:
+            causes.append(
+                forbidden(
+                    f"{field}.values",
+                    "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+                )
+            )
+    elif op in ("Gt", "Lt"):
+        if len(values) != 1:
+            causes.append(
+                required(
+                    f"{field}.values",
+                    "must be specified single value when `operator` is 'Lt' or 'Gt'",
+                )
+            )
+        elif not re.fullmatch(r"[+-]?[0-9]+", str(values[0])):
+            causes.append(invalid(f"{field}.values[0]", values[0], "must be an integer"))
+    elif isinstance(op, str):
+        causes.append(not_supported(f"{field}.operator", op, _NODE_SELECTOR_OPERATORS))
+    return causes
+
+
+def _node_selector_term(field: str, term: dict[str, Any]) -> list[Cause]:
+    causes: list[Cause] = []
+    for i, req in _items(term.get("matchExpressions")):
+        causes += _node_selector_requirement(f"{field}.matchExpressions[{i}]", req, fields=False)
+    for i, req in _items(term.get("matchFields")):
+        causes += _node_selector_requirement(f"{field}.matchFields[{i}]", req, fields=True)
+    return causes
+
+
+def _affinity(field: str, affinity: dict[str, Any]) -> list[Cause]:
+    causes: list[Cause] = []
+    na = _map(affinity.get("nodeAffinity"))
+    req_field = f"{field}.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+    required_ = na.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if isinstance(required_, dict):
+        terms = _list(required_.get("nodeSelectorTerms"))
+        if not terms:
+            causes.append(
+                required(
+                    f"{req_field}.nodeSelectorTerms", "must have at least one node selector term"
+                )
+            )
+        for i, term in _items(terms):
+            causes += _node_selector_term(f"{req_field}.nodeSelectorTerms[{i}]", term)
+    pref_field = f"{field}.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
+    for i, pref in _items(na.get("preferredDuringSchedulingIgnoredDuringExecution")):
+        weight = pref.get("weight")
+        if _is_int(weight) and not 1 <= weight <= 100:
+            causes.append(
+                invalid(f"{pref_field}[{i}].weight", weight, "must be in the range 1-100")
+            )
+        causes += _node_selector_term(f"{pref_field}[{i}].preference", _map(pref.get("preference")))
+    return causes
+
+
+def _toleration(field: str, t: dict[str, Any]) -> list[Cause]:
+    causes: list[Cause] = []
+    key, op, value, effect = t.get("key"), t.get("operator"), t.get("value"), t.get("effect")
+    if isinstance(key, str) and key:
+        causes += _qualified_name(f"{field}.key", key)
+    elif op != "Exists":
+        causes.append(
+            invalid(
+                f"{field}.operator",
+                op or "",
+                'operator must be Exists when `key` is empty, which means "match all values '
+                'and all keys"',
+            )
+        )
+    if op == "Exists" and value:
+        causes.append(
+            invalid(
+                f"{field}.operator",
+                t.get("value"),
+                "value must be empty when `operator` is 'Exists'",
+            )
+        )
+    elif op not in (None, "", "Equal", "Exists"):
+        causes.append(not_supported(f"{field}.operator", op, _TOLERATION_OPERATORS))
+    elif isinstance(value, str) and value:
+        causes += [invalid(f"{field}.value", value, m) for m in is_valid_label_value(value)]
+    if t.get("tolerationSeconds") is not None and effect != "NoExecute":
+        causes.append(
+            invalid(
+                f"{field}.effect",
+                effect or "",
+                "effect must be 'NoExecute' when `tolerationSeconds` is set",
+            )
+        )
+    if effect not in (None, "") and effect not in _TAINT_EFFECTS:
+        causes.append(not_supported(f"{field}.effect", effect, _TAINT_EFFECTS))
+    return causes
+
+
+def _pod_spec(field: str, spec: dict[str, Any]) -> list[Cause]:
+    causes: list[Cause] = []
+    containers = spec.get("containers")
+    if not containers:
+        causes.append(required(f"{field}.containers"))
+    names: set[str] = set()
+    for list_name in ("initContainers", "containers"):
+        for i, c in _items(spec.get(list_name)):
+            path = f"{field}.{list_name}[{i}]"
+            causes += _container(path, c)
+            name = c.get("name")
+            if isinstance(name, str) and name:
+                if name in names:
+                    causes.append(duplicate(f"{path}.name", name))
+                names.add(name)
+    restart = spec.get("restartPolicy")
+    if restart is None or restart == "":
+        causes.append(required(f"{field}.restartPolicy"))
+    elif isinstance(restart, str) and restart not in _RESTART_POLICIES:
+        causes.append(not_supported(f"{field}.restartPolicy", restart, _RESTART_POLICIES))
+    dns = spec.get("dnsPolicy")
+    if dns is None or dns == "":
+        causes.append(required(f"{field}.dnsPolicy"))
+    elif isinstance(dns, str) and dns not in _DNS_POLICIES:
+        causes.append(not_supported(f"{field}.dnsPolicy", dns, _DNS_POLICIES))
+    causes += _labels(f"{field}.nodeSelector", spec.get("nodeSelector"))
+    node_name = spec.get("nodeName")
+    if isinstance(node_name, str) and node_name:
+        causes += _dns_subdomain(f"{field}.nodeName", node_name)
+    ads = spec.get("activeDeadlineSeconds")
+    if _is_int(ads) and not 1 <= ads <= 2**31 - 1:
+        causes.append(
+            invalid(
+                f"{field}.activeDeadlineSeconds", ads, "must be between 1 and 2147483647, inclusive"
+            )
+        )
+    causes += _non_negative(
+        f"{field}.terminationGracePeriodSeconds", spec.get("terminationGracePeriodSeconds")
+    )
+    affinity = spec.get("affinity")
+    if isinstance(affinity, dict):
+        causes += _affinity(f"{field}.affinity", affinity)
+    for i, t in _items(spec.get("tolerations")):
+        causes += _toleration(f"{field}.tolerations[{i}]", t)
+    scheduler = spec.get("schedulerName")
+    if isinstance(scheduler, str) and scheduler:
+        causes += _dns_subdomain(f"{field}.schedulerName", scheduler)
+    return causes
+
+
+def _pod(obj: dict[str, Any]) -> list[Cause]:
+    return _pod_spec("spec", _map(obj.get("spec")))
+
+
+# -- controllers -----------------------------------------------------------------------------
+
+
+def _template(
+    field: str,
+    template: Any,
+    selector_matches: Callable[[Mapping[str, str]], bool] | None,
+) -> list[Cause]:
+    if not isinstance(template, dict):
+        return [required(field)]
+    causes: list[Cause] = []
+    meta = _map(template.get("metadata"))
+    labels = _map(meta.get("labels"))
+    causes += _labels(f"{field}.metadata.labels", labels)
+    causes += _annotations(f"{field}.metadata.annotations", meta.get("annotations"))
+    if selector_matches is not None and not selector_matches(labels):
+        causes.append(invalid(f"{field}.metadata.labels", labels, SELECTOR_MISMATCH))
+    spec = _map(template.get("spec"))
+    causes += _pod_spec(f"{field}.spec", spec)
+    restart = spec.get("restartPolicy")
+    if isinstance(restart, str) and restart in ("OnFailure", "Never"):
+        causes.append(not_supported(f"{field}.spec.restartPolicy", restart, ["Always"]))
+    return causes
+
+
+def _replication_controller(obj: dict[str, Any]) -> list[Cause]:
+    spec = _map(obj.get("spec"))
+    causes = _non_negative("spec.replicas", spec.get("replicas"))
+    causes += _non_negative("spec.minReadySeconds", spec.get("minReadySeconds"))
+    selector = _map(spec.get("selector"))
+    matcher = None
+    if not selector:
+        causes.append(required("spec.selector"))
+    else:
+        causes += _labels("spec.selector", selector)
+
+        def matcher(labels: Mapping[str, str]) -> bool:
+            return all(labels.get(k) == v for k, v in selector.items())
+
+    if spec.get("template") is not None or not selector:
+        causes += _template("spec.template", spec.get("template"), matcher)
+    else:
+        causes.append(required("spec.template"))
+    return causes
+
+
+_EXPRESSION_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+
+
+def _label_selector(field: str, selector: dict[str, Any]) -> list[Cause]:
+    causes = _labels(f"{field}.matchLabels", selector.get("matchLabels"))
+    for i, expr in _items(selector.get("matchExpressions")):
+        path = f"{field}.matchExpressions[{i}]"
+        op, values, key = expr.get("operator"), _list(expr.get("values")), expr.get("key")
+        if isinstance(key, str):
+            causes += _qualified_name(f"{path}.key", key)
+        if op in ("In", "NotIn"):
+            if not values:
+                causes.append(
+                    required(
+                        f"{path}.values", "must be specified when `operator` is 'In' or 'NotIn'"
+                    )
+                )
+        elif op in ("Exists", "DoesNotExist"):
+            if values:
+                causes.append(
+                    forbidden(
+                        f"{path}.values",
+                        "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+                    )
+                )
+        else:
+            causes.append(invalid(f"{path}.operator", op, "not a valid selector operator"))
+    return causes
+
+
+def _selector_matcher(selector: dict[str, Any]) -> Callable[[Mapping[str, str]], bool] | None:
+    """A matcher for a structured selector, or None when it cannot be built (already reported)."""
+    try:
+        parsed = label_selector_from_dict(selector)
+    except BadRequest:
+        return None
+    return parsed.matches
+
+
+def _replica_set_like(obj: dict[str, Any], *, kind: str) -> list[Cause]:
+    spec = _map(obj.get("spec"))
+    causes = _non_negative("spec.replicas", spec.get("replicas"))
+    causes += _non_negative("spec.minReadySeconds", spec.get("minReadySeconds"))
+    selector = spec.get("selector")
+    matcher = None
+    if not isinstance(selector, dict):
+        causes.append(required("spec.selector"))
+    elif not selector.get("matchLabels") and not selector.get("matchExpressions"):
+        causes.append(invalid("spec.selector", selector, f"empty selector is invalid for {kind}"))
+    else:
+        causes += _label_selector("spec.selector", selector)
+        matcher = _selector_matcher(selector)
+    causes += _template("spec.template", spec.get("template"), matcher)
+    return causes
+
+
+def _replica_set(obj: dict[str, Any]) -> list[Cause]:
+    return _replica_set_like(obj, kind="replicaset")
+
+
+_PERCENT = re.compile(r"^([0-9]+)%$")
+
+
+def _int_or_percent(field: str, value: Any) -> tuple[list[Cause], int | None, bool]:
+    """Causes, the number (int or percent), and whether it is a percent."""
+    if _is_int(value):
+        return _non_negative(field, value), value, False
+    if isinstance(value, str):
+        m = _PERCENT.match(value)
+        if not m:
+            return (
+                [
+                    invalid(
+                        field,
+                        value,
+                        "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')",
+                    )
+                ],
+                None,
+                True,
+            )
+        return [], int(m.group(1)), True
+    return [], None, False
+
+
+def _deployment(obj: dict[str, Any]) -> list[Cause]:
+    causes = _replica_set_like(obj, kind="deployment")
+    spec = _map(obj.get("spec"))
+    strategy = _map(spec.get("strategy"))
+    stype = strategy.get("type")
+    if stype not in (None, "Recreate", "RollingUpdate"):
+        causes.append(not_supported("spec.strategy.type", stype, ["Recreate", "RollingUpdate"]))
+    rolling = strategy.get("rollingUpdate")
+    if stype == "Recreate" and rolling is not None:
+        causes.append(
+            forbidden(
+                "spec.strategy.rollingUpdate",
+                "may not be specified when strategy `type` is 'Recreate'",
+            )
+        )
+    elif isinstance(rolling, dict):
+        base = "spec.strategy.rollingUpdate"
+        c1, unavailable, unavailable_pct = _int_or_percent(
+            f"{base}.maxUnavailable", rolling.get("maxUnavailable")
+        )
+        c2, surge, _ = _int_or_percent(f"{base}.maxSurge", rolling.get("maxSurge"))
+        causes += c1 + c2
+        if unavailable_pct and unavailable is not None and unavailable > 100:
+            causes.append(
+                invalid(
+                    f"{base}.maxUnavailable",
+                    rolling.get("maxUnavailable"),
+                    "must not be greater than 100%",
+                )
+            )
+        if unavailable == 0 and surge == 0:
+            causes.append(
+                invalid(
+                    f"{base}.maxUnavailable",
+                    rolling.get("maxUnavailable"),
+                    "may not be 0 when `maxSurge` is 0",
+                )
+            )
+    causes += _non_negative("spec.revisionHistoryLimit", spec.get("revisionHistoryLimit"))
+    pds, mrs = spec.get("progressDeadlineSeconds"), spec.get("minReadySeconds") or 0
+    if _is_int(pds):
+        causes += _non_negative("spec.progressDeadlineSeconds", pds)
+        if _is_int(mrs) and pds <= mrs:
+            causes.append(
+                invalid("spec.progressDeadlineSeconds", pds, "must be greater than minReadySeconds")
+            )
+    return causes
+
+
+# -- nodes, namespaces, events, leases, bindings ---------------------------------------------
+
+
+def _node(obj: dict[str, Any]) -> list[Cause]:
+    causes: list[Cause] = []
+    seen: set[tuple[Any, Any]] = set()
+    for i, taint in _items(_map(obj.get("spec")).get("taints")):
+        path = f"spec.taints[{i}]"
+        key, effect, value = taint.get("key"), taint.get("effect"), taint.get("value")
+        if not key:
+            causes.append(required(f"{path}.key"))
+        elif isinstance(key, str):
+            causes += _qualified_name(f"{path}.key", key)
+        if isinstance(value, str) and value:
+            causes += [invalid(f"{path}.value", value, m) for m in is_valid_label_value(value)]
+        if not effect:
+            causes.append(required(f"{path}.effect"))
+        elif effect not in _TAINT_EFFECTS:
+            causes.append(not_supported(f"{path}.effect", effect, _TAINT_EFFECTS))
+        if (key, effect) in seen:
+            causes.append(duplicate(path, taint))
+        seen.add((key, effect))
+    return causes
+
+
+def _namespace(obj: dict[str, Any]) -> list[Cause]:
+    causes: list[Cause] = []
+    for i, fin in enumerate(_list(_map(obj.get("spec")).get("finalizers"))):
+        if isinstance(fin, str):
+            causes += _qualified_name(f"spec.finalizers[{i}]", fin)
+    return causes
+
+
+def _time(field: str, value: Any) -> list[Cause]:
+    if isinstance(value, str) and value:
+        try:
+            parse_time(value)
+        except ValueError:
+            return [invalid(field, value, "must be an RFC 3339 date-time")]
+    return []
+
+
+def _event(obj: dict[str, Any]) -> list[Cause]:
+    causes: list[Cause] = []
+    involved = _map(obj.get("involvedObject"))
+    ns = _map(obj.get("metadata")).get("namespace")
+    ins = involved.get("namespace")
+    if ins and ns and ins != ns:
+        causes.append(invalid("involvedObject.namespace", ins, "does not match event.namespace"))
+    etype = obj.get("type")
+    if etype not in (None, "", "Normal", "Warning"):
+        causes.append(not_supported("type", etype, ["Normal", "Warning"]))
+    if obj.get("eventTime"):
+        for key in ("reportingComponent", "reportingInstance"):
+            if not obj.get(key):
+                causes.append(
+                    required(key if key != "reportingComponent" else "reportingController")
+                )
+    causes += _non_negative("count", obj.get("count"))
+    for key in ("firstTimestamp", "lastTimestamp", "eventTime"):
+        causes += _time(key, obj.get(key))
+    return causes
+
+
+def _lease(obj: dict[str, Any]) -> list[Cause]:
+    spec = _map(obj.get("spec"))
+    causes: list[Cause] = []
+    duration = spec.get("leaseDurationSeconds")
+    if _is_int(duration) and duration <= 0:
+        causes.append(invalid("spec.leaseDurationSeconds", duration, "must be greater than 0"))
+    causes += _non_negative("spec.leaseTransitions", spec.get("leaseTransitions"))
+    for key in ("acquireTime", "renewTime"):
+        causes += _time(f"spec.{key}", spec.get(key))
+    return causes
+
+
+def _binding(obj: dict[str, Any]) -> list[Cause]:
+    target = _map(obj.get("target"))
+    causes: list[Cause] = []
+    if target.get("kind") not in (None, "", "Node"):
+        causes.append(invalid("target.kind", target.get("kind"), "must be empty or 'Node'"))
+    if not target.get("name"):
+        causes.append(required("target.name"))
+    return causes
+
+
+_SEMANTIC: dict[str, Callable[[dict[str, Any]], list[Cause]]] = {
+    "Pod": _pod,
+    "ReplicationController": _replication_controller,
+    "ReplicaSet": _replica_set,
+    "Deployment": _deployment,
+    "Node": _node,
+    "Namespace": _namespace,
+    "Event": _event,
+    "Lease": _lease,
+    "Binding": _binding,
+}
+
+
+# -- entry points ----------------------------------------------------------------------------
+
+
+def _under(field: str, prefixes: Iterable[str]) -> bool:
+    return any(
+        field == p or field.startswith(p + ".") or field.startswith(p + "[") for p in prefixes
+    )
+
+
+def validate(rt: ResourceType, obj: dict[str, Any]) -> list[Cause]:
+    """Causes why ``obj`` (a ``rt`` body, defaults applied) is invalid; empty when it is valid."""
+    if not isinstance(obj, dict):
+        return [invalid("", obj, "must be a JSON object")]
+    causes = _pydantic_causes(rt.model, obj)
+    reported = [c["field"] for c in causes]
+    semantic = _metadata(rt, _map(obj.get("metadata")))
+    check = _SEMANTIC.get(rt.kind)
+    if check is not None:
+        semantic += check(obj)
+    for cause in semantic:
+        if not _under(cause["field"], reported) and cause not in causes:
+            causes.append(cause)
+    return causes
+
+
+def _tolerations_only_added(old: Any, new: Any) -> bool:
+    new_list = _list(new)
+    return all(t in new_list for t in _list(old))
+
+
+def _pod_update(new: dict[str, Any], old: dict[str, Any]) -> list[Cause]:
+    new_spec, old_spec = _map(new.get("spec")), _map(old.get("spec"))
+    # overlay what may change onto a copy of the old spec; anything else left different is refused
+    merged = json.loads(json.dumps(old_spec))
+    for list_name in ("containers", "initContainers"):
+        old_list, new_list = _list(merged.get(list_name)), _list(new_spec.get(list_name))
+        if len(old_list) == len(new_list):
+            for o, n in zip(old_list, new_list, strict=True):
+                if isinstance(o, dict) and isinstance(n, dict) and "image" in n:
+                    o["image"] = n["image"]
+    for key in ("activeDeadlineSeconds",):
+        if key in new_spec:
+            merged[key] = new_spec[key]
+        else:
+            merged.pop(key, None)
+    if _tolerations_only_added(old_spec.get("tolerations"), new_spec.get("tolerations")):
+        if "tolerations" in new_spec:
+            merged["tolerations"] = new_spec["tolerations"]
+    tgp_old, tgp_new = (
+        old_spec.get("terminationGracePeriodSeconds"),
+        new_spec.get("terminationGracePeriodSeconds"),
+    )
+    if _is_int(tgp_old) and tgp_old < 0 and tgp_new == 1:
+        merged["terminationGracePeriodSeconds"] = 1
+    if merged != new_spec:
+        return [forbidden("spec", POD_UPDATE_FORBIDDEN)]
+    return []
+
+
+def validate_update(rt: ResourceType, new: dict[str, Any], old: dict[str, Any]) -> list[Cause]:
+    """``validate(rt, new)`` plus what may not change between ``old`` and ``new``.
+
+    Immutable: ``metadata.name``, ``namespace``, ``uid`` and ``creationTimestamp`` (a field
+    missing from ``new`` counts as unchanged: the apiserver carries it over); a pod's spec except
+    images, ``activeDeadlineSeconds`` and added tolerations; RS/Deployment ``spec.selector``.
+    """
+    causes = validate(rt, new)
+    new_meta, old_meta = _map(new.get("metadata")), _map(old.get("metadata"))
+    for key in ("name", "namespace", "uid", "creationTimestamp"):
+        n, o = new_meta.get(key), old_meta.get(key)
+        if n not in (None, "") and o not in (None, "") and n != o:
+            causes.append(invalid(f"metadata.{key}", n, IMMUTABLE))
+    if rt.kind == "Pod":
+        causes += _pod_update(new, old)
+    elif rt.kind in ("ReplicaSet", "Deployment"):
+        n_sel, o_sel = _map(new.get("spec")).get("selector"), _map(old.get("spec")).get("selector")
+        if n_sel != o_sel:
+            causes.append(invalid("spec.selector", n_sel, IMMUTABLE))
+    return causes
