@@ -528,7 +528,8 @@ class SqliteStore:
 
     @staticmethod
     def _shrink(conn: sqlite3.Connection) -> None:
-        conn.execute("PRAGMA incremental_vacuum").fetchall()
+        # executescript steps the pragma to completion; execute() would free a single page.
+        conn.executescript("PRAGMA incremental_vacuum;")
         busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         if busy:
             log.info("WAL checkpoint after compaction was partial (readers busy); next one retries")

@@ -1,0 +1,116 @@
+"""List by prefix: key order, prefix boundaries, older revisions, paging — on every backend."""
+
+from __future__ import annotations
+
+import pytest
+
+from store.base import Compacted, Store
+
+
+async def _keys(store: Store, prefix: str, **kwargs: object) -> list[str]:
+    result = await store.list(prefix, **kwargs)  # type: ignore[arg-type]
+    return [kv.key for kv in result.items]
+
+
+async def test_list_returns_only_keys_under_the_prefix_in_key_order(store: Store) -> None:
+    for key in [
+        "/registry/pods/ns/b",
+        "/registry/pods/ns/a",
+        "/registry/pods/other/c",
+        "/registry/podsecurity/x",
+        "/registry/pods0",
+        "/registry/nodes/n1",
+    ]:
+        await store.create(key, b"v")
+    assert await _keys(store, "/registry/pods/") == [
+        "/registry/pods/ns/a",
+        "/registry/pods/ns/b",
+        "/registry/pods/other/c",
+    ]
+    assert await _keys(store, "/registry/pods/ns/") == [
+        "/registry/pods/ns/a",
+        "/registry/pods/ns/b",
+    ]
+    assert await _keys(store, "/registry/services/") == []
+    assert len(await _keys(store, "")) == 6
+
+
+async def test_list_reports_the_revision_it_was_read_at(store: Store) -> None:
+    assert (await store.list("/registry/pods/")).revision == 0
+    await store.create("/registry/pods/ns/a", b"v")
+    await store.create("/registry/nodes/n1", b"v")
+    result = await store.list("/registry/pods/")
+    assert result.revision == 2
+    assert [kv.mod_revision for kv in result.items] == [1]
+
+
+async def test_list_at_an_older_revision_reads_the_history(store: Store) -> None:
+    await store.create("/registry/pods/ns/a", b"a1")  # 1
+    await store.create("/registry/pods/ns/b", b"b1")  # 2
+    await store.update("/registry/pods/ns/a", b"a2", expected_revision=1)  # 3
+    await store.delete("/registry/pods/ns/b")  # 4
+    await store.create("/registry/pods/ns/c", b"c1")  # 5
+
+    def view(result: object) -> list[tuple[str, bytes, int]]:
+        return [(kv.key, kv.value, kv.mod_revision) for kv in result.items]  # type: ignore[attr-defined]
+
+    at2 = await store.list("/registry/pods/", revision=2)
+    assert at2.revision == 2
+    assert view(at2) == [("/registry/pods/ns/a", b"a1", 1), ("/registry/pods/ns/b", b"b1", 2)]
+    at3 = await store.list("/registry/pods/", revision=3)
+    assert view(at3) == [("/registry/pods/ns/a", b"a2", 3), ("/registry/pods/ns/b", b"b1", 2)]
+    at4 = await store.list("/registry/pods/", revision=4)
+    assert view(at4) == [("/registry/pods/ns/a", b"a2", 3)]
+    now = await store.list("/registry/pods/")
+    assert view(now) == [("/registry/pods/ns/a", b"a2", 3), ("/registry/pods/ns/c", b"c1", 5)]
+
+
+async def test_list_at_a_future_revision_is_served_at_the_current_one(store: Store) -> None:
+    await store.create("/registry/pods/ns/a", b"v")
+    result = await store.list("/registry/pods/", revision=99)
+    assert result.revision == 1
+    assert [kv.key for kv in result.items] == ["/registry/pods/ns/a"]
+
+
+async def test_limit_and_start_after_page_through_a_consistent_revision(store: Store) -> None:
+    for i in range(7):
+        await store.create(f"/registry/pods/ns/p{i}", b"v")
+    await store.delete("/registry/pods/ns/p3")
+    first = await store.list("/registry/pods/", limit=3)
+    assert [kv.key[-2:] for kv in first.items] == ["p0", "p1", "p2"]
+    assert first.more
+    # a write between pages must not show up in a list pinned to the first page's revision
+    await store.create("/registry/pods/ns/p25", b"late")
+    pages = [first]
+    while pages[-1].more:
+        pages.append(
+            await store.list(
+                "/registry/pods/",
+                revision=first.revision,
+                start_after=pages[-1].items[-1].key,
+                limit=3,
+            )
+        )
+    keys = [kv.key[-2:] for page in pages for kv in page.items]
+    assert keys == ["p0", "p1", "p2", "p4", "p5", "p6"]
+    assert [page.revision for page in pages] == [first.revision] * len(pages)
+    assert not pages[-1].more
+    exact = await store.list("/registry/pods/", limit=6, revision=first.revision)
+    assert len(exact.items) == 6 and not exact.more
+
+
+async def test_start_after_before_the_prefix_is_ignored(store: Store) -> None:
+    await store.create("/registry/pods/ns/a", b"v")
+    assert await _keys(store, "/registry/pods/", start_after="/registry/nodes/zz") == [
+        "/registry/pods/ns/a"
+    ]
+
+
+async def test_list_below_the_compacted_revision_fails(store: Store) -> None:
+    for i in range(4):
+        await store.create(f"/registry/pods/ns/p{i}", b"v")
+    await store.compact(3)
+    with pytest.raises(Compacted) as caught:
+        await store.list("/registry/pods/", revision=2)
+    assert (caught.value.requested, caught.value.compacted) == (2, 3)
+    assert len((await store.list("/registry/pods/", revision=3)).items) == 3
