@@ -4,6 +4,7 @@ Layout (one directory per pod, keyed by uid so a re-created pod of the same name
 
     <state-dir>/pods/<uid>/pod.json                  namespace, name, uid, pod IP
     <state-dir>/pods/<uid>/containers/<id>.json      one container instance (pids, attempt, spec hash)
+    <state-dir>/pods/<uid>/containers/<id>.pid.json  its pids (written by its shim at start)
     <state-dir>/pods/<uid>/containers/<id>.exit.json how it ended (written by its shim)
     <state-dir>/pods/<uid>/logs/<container>/<attempt>.log   CRI-format log of that instance
     <state-dir>/pods/<uid>/root/                     the pod's working directory
@@ -108,12 +109,15 @@ class StateDir:
         d = self.pod_dir(uid) / "containers"
         out = []
         for f in sorted(d.glob("*.json")) if d.is_dir() else []:
-            if f.name.endswith(".exit.json"):
+            if f.name.endswith((".exit.json", ".pid.json")):
                 continue
             data = _read_json(f)
             if isinstance(data, dict):
                 out.append(data)
         return out
+
+    def pid_file(self, uid: str, container_id: str) -> Path:
+        return self.pod_dir(uid) / "containers" / f"{_short(container_id)}.pid.json"
 
     def read_exit(self, uid: str, container_id: str) -> dict[str, Any] | None:
         data = _read_json(self.exit_file(uid, container_id))

@@ -116,6 +116,7 @@ class ProcessRuntime:
         self.ipam = PodIPAllocator(pod_cidr)
         self._pods: dict[str, PodRecord] = {}
         self._instances: dict[str, _Instance] = {}
+        self.closed = False
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -137,6 +138,7 @@ class ProcessRuntime:
             )
 
     async def close(self) -> None:
+        self.closed = True
         loop = asyncio.get_running_loop()
         for inst in self._instances.values():
             if inst.pidfd is not None:
@@ -233,7 +235,7 @@ class ProcessRuntime:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         log_path.touch()
         exit_file = self.state.exit_file(sandbox.uid, container_id)
-        pid_file = exit_file.with_name(exit_file.name.replace(".exit.json", ".pid.json"))
+        pid_file = self.state.pid_file(sandbox.uid, container_id)
         record = ContainerRecord(
             container_id=container_id,
             pod_uid=sandbox.uid,
@@ -451,8 +453,7 @@ class ProcessRuntime:
             return
         if data.get("state") == "creating":
             # the kubelet died while starting it: the shim may have written its pids
-            pid_file = self.state.exit_file(pod_uid, record.container_id)
-            pid_file = pid_file.with_name(pid_file.name.replace(".exit.json", ".pid.json"))
+            pid_file = self.state.pid_file(pod_uid, record.container_id)
             try:
                 pids = json.loads(pid_file.read_text())
                 record.pid = int(pids["pid"])
