@@ -36,6 +36,9 @@ async def test_watch_from_an_old_revision_backfills_then_goes_live(store: Store)
             seen.append(event)
             if len(seen) == len(expected):
                 break
+        # nothing else is pending: the next event is the next write, not a repeat
+        sentinel = await store.create("/registry/pods/ns/sentinel", b"v")
+        assert (await anext(watch)).revision == sentinel.mod_revision
         await watch.aclose()  # type: ignore[attr-defined]
 
     assert [e.revision for e in seen] == expected

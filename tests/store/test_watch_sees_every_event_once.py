@@ -40,13 +40,14 @@ async def test_watcher_sees_every_write_once_and_in_order(store: Store) -> None:
     async def watch() -> None:
         async for event in store.watch("/registry/pods/", after_revision=start):
             seen.append(event)
-            if len(seen) == total:
+            if event.kv.key == "/registry/pods/sentinel":
                 return
 
     async def write_all() -> list[tuple[EventType, KeyValue, KeyValue | None]]:
         await subscribed.wait()
         results = await asyncio.gather(*(_writer(store, n) for n in range(WRITERS)))
         await store.create("/registry/nodes/n2", b"outside the prefix")
+        await store.create("/registry/pods/sentinel", b"last write")
         return [w for writes in results for w in writes]
 
     watcher = asyncio.create_task(watch(), name="test-watcher")
@@ -55,8 +56,9 @@ async def test_watcher_sees_every_write_once_and_in_order(store: Store) -> None:
         writes = await write_all()
         await watcher
 
-    assert [e.revision for e in seen] == sorted(e.revision for e in seen)
-    assert len({e.revision for e in seen}) == total
+    assert seen.pop().kv.key == "/registry/pods/sentinel"
+    assert len(seen) == total
+    assert [e.revision for e in seen] == sorted({e.revision for e in seen})
     by_revision = {kv.mod_revision: (etype, kv, prev) for etype, kv, prev in writes}
     assert set(by_revision) == {e.revision for e in seen}
     for event in seen:
