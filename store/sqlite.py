@@ -23,6 +23,8 @@ future resolves, so an acknowledged write survives a crash or SIGKILL. ``synchro
 Compaction deletes, 500 rows per transaction with writes interleaved between batches, every
 row no read at a revision >= R needs, then vacuums free pages and truncates the WAL, so the
 file stays bounded under a steady update load. ``compacted_revision`` is stored in the file.
+The newest row is never compacted (even a tombstone), so the revision counter — ``MAX(id)`` —
+survives a restart without a counter row to rewrite on every commit.
 
 One process only: the file is locked (``<path>-lock``, ``flock``) while open; a second opener
 fails with ``StoreError`` instead of corrupting the revision sequence. Not for network
@@ -72,7 +74,7 @@ MAX_GROUP: Final = 1000
 
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS kv (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    id INTEGER PRIMARY KEY,
     name TEXT NOT NULL,
     created INTEGER NOT NULL,
     deleted INTEGER NOT NULL,
@@ -94,10 +96,11 @@ _COLUMNS: Final = "id, name, created, deleted, create_revision, prev_revision, v
 _LATEST_SQL: Final = f"SELECT {_COLUMNS} FROM kv WHERE name = ? ORDER BY id DESC LIMIT 1"
 _INSERT_SQL: Final = f"INSERT INTO kv ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 _COMPACTED_SQL: Final = "SELECT value FROM meta WHERE key = 'compacted_revision'"
-_REVISION_SQL: Final = "SELECT seq FROM sqlite_sequence WHERE name = 'kv'"
+_REVISION_SQL: Final = "SELECT MAX(id) FROM kv"
 _COMPACT_CANDIDATES_SQL: Final = """
 SELECT k.id FROM kv AS k
 WHERE k.id > :cursor AND k.id <= :revision
+  AND k.id < (SELECT MAX(id) FROM kv)
   AND (k.deleted = 1 OR EXISTS (
         SELECT 1 FROM kv AS newer
         WHERE newer.name = k.name AND newer.id > k.id AND newer.id <= :revision))
@@ -133,7 +136,7 @@ def _row(record: Record) -> tuple[Any, ...]:
 
 def _scalar(conn: sqlite3.Connection, sql: str) -> int:
     row = conn.execute(sql).fetchone()
-    return int(row[0]) if row else 0
+    return int(row[0]) if row and row[0] is not None else 0
 
 
 def _range(prefix: str, *, start_after: str | None = None) -> tuple[str, list[Any]]:
