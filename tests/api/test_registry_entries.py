@@ -1,0 +1,88 @@
+"""REGISTRY: Kubernetes' own names, scopes, verbs, subresources and selectable fields."""
+
+from __future__ import annotations
+
+from api.apps import Deployment
+from api.core import Pod
+from api.registry import ALL_VERBS, REGISTRY
+
+
+def test_every_served_resource_is_registered_with_kubernetes_names() -> None:
+    table = {
+        (rt.group, rt.version, rt.plural): (rt.kind, rt.singular, rt.namespaced, rt.short_names)
+        for rt in REGISTRY
+    }
+    assert table == {
+        ("", "v1", "pods"): ("Pod", "pod", True, ("po",)),
+        ("", "v1", "nodes"): ("Node", "node", False, ("no",)),
+        ("", "v1", "namespaces"): ("Namespace", "namespace", False, ("ns",)),
+        ("", "v1", "events"): ("Event", "event", True, ("ev",)),
+        ("", "v1", "replicationcontrollers"): (
+            "ReplicationController",
+            "replicationcontroller",
+            True,
+            ("rc",),
+        ),
+        ("", "v1", "bindings"): ("Binding", "binding", True, ()),
+        ("apps", "v1", "replicasets"): ("ReplicaSet", "replicaset", True, ("rs",)),
+        ("apps", "v1", "deployments"): ("Deployment", "deployment", True, ("deploy",)),
+        ("coordination.k8s.io", "v1", "leases"): ("Lease", "lease", True, ()),
+    }
+
+
+def test_lookups_by_any_name() -> None:
+    assert REGISTRY.resolve("po") is REGISTRY.get("", "v1", "pods")
+    assert REGISTRY.resolve("Deployment") is REGISTRY.by_kind("apps", "Deployment")
+    assert REGISTRY.by_api_version("apps/v1", "ReplicaSet") is REGISTRY.resolve("rs")
+    assert REGISTRY.by_api_version("coordination.k8s.io/v1", "Lease") is REGISTRY.resolve("leases")
+    assert REGISTRY.groups() == {"": ["v1"], "apps": ["v1"], "coordination.k8s.io": ["v1"]}
+    pods, deployments = REGISTRY.resolve("pods"), REGISTRY.resolve("deploy")
+    assert pods is not None and pods.model is Pod and pods.categories == ("all",)
+    assert deployments is not None and deployments.model is Deployment
+
+
+def test_verbs_and_subresources() -> None:
+    pods = REGISTRY.resolve("pods")
+    assert pods is not None and pods.verbs == ALL_VERBS and pods.has_status
+    subs = {s.name: (s.group, s.kind, s.verbs) for s in pods.subresources}
+    assert subs == {
+        "status": ("", "Pod", ("get", "patch", "update")),
+        "binding": ("", "Binding", ("create",)),
+        "log": ("", "Pod", ("get",)),
+        "exec": ("", "PodExecOptions", ("create", "get")),
+        "eviction": ("policy", "Eviction", ("create",)),
+    }
+    namespaces = REGISTRY.resolve("ns")
+    assert namespaces is not None and "deletecollection" not in namespaces.verbs
+    bindings = REGISTRY.resolve("bindings")
+    assert bindings is not None and bindings.verbs == ("create",)
+    for name in ("rc", "rs", "deploy"):
+        rt = REGISTRY.resolve(name)
+        assert rt is not None
+        scale = next(s for s in rt.subresources if s.name == "scale")
+        assert (scale.group, scale.version, scale.kind) == ("autoscaling", "v1", "Scale")
+
+
+def test_field_getters_read_dicts_like_kubernetes() -> None:
+    pods, nodes, rcs, ns = (REGISTRY.resolve(n) for n in ("pods", "nodes", "rc", "ns"))
+    assert pods is not None and nodes is not None and rcs is not None and ns is not None
+    empty: dict[str, object] = {}
+    assert pods.field_value(empty, "spec.nodeName") == ""
+    assert pods.field_value(empty, "spec.hostNetwork") == "false"
+    assert pods.field_value({"spec": {"hostNetwork": True}}, "spec.hostNetwork") == "true"
+    assert pods.field_value({"status": {"podIP": "127.1.0.3"}}, "status.podIP") == "127.1.0.3"
+    assert pods.field_value(empty, "spec.nope") is None
+    assert nodes.field_value({"spec": {"unschedulable": True}}, "spec.unschedulable") == "true"
+    assert rcs.field_value(empty, "status.replicas") == "0"
+    assert rcs.field_value({"status": {"replicas": 3}}, "status.replicas") == "3"
+    assert ns.field_value({"status": {"phase": "Terminating"}}, "status.phase") == "Terminating"
+    assert set(pods.field_getters) == {
+        "spec.nodeName",
+        "spec.restartPolicy",
+        "spec.schedulerName",
+        "spec.serviceAccountName",
+        "spec.hostNetwork",
+        "status.phase",
+        "status.podIP",
+        "status.nominatedNodeName",
+    }
