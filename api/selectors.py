@@ -105,6 +105,10 @@ def _to_int(s: str | None) -> int | None:
 
 def _new_requirement(key: str, op: str, values: Iterable[str]) -> Requirement:
     """Kubernetes' ``NewRequirement``: checks arity and syntax; ValueError with its words."""
+    values = list(values)
+    for x in (key, *values):
+        if not isinstance(x, str):
+            raise ValueError(f"<nil>: Invalid value: {x!r}: must be a string")
     vals = tuple(sorted(set(values)))
     if errs := validate_label_key(key):
         raise ValueError(f'<nil>: Invalid value: "{key}": {"; ".join(errs)}')
@@ -378,14 +382,22 @@ def label_selector_from_dict(d: Mapping[str, Any] | Any | None) -> LabelSelector
         d = d.model_dump(by_alias=True, exclude_none=True)
     reqs: list[Requirement] = []
     try:
-        for k, v in (d.get("matchLabels") or {}).items():
+        match_labels, expressions = d.get("matchLabels") or {}, d.get("matchExpressions") or []
+        if not isinstance(match_labels, Mapping) or not isinstance(expressions, list):
+            raise ValueError("matchLabels must be a map and matchExpressions a list")
+        for k, v in match_labels.items():
             reqs.append(_new_requirement(k, EQUALS, (v,)))
-        for expr in d.get("matchExpressions") or []:
+        for expr in expressions:
+            if not isinstance(expr, Mapping):
+                raise ValueError(f"<nil>: Invalid value: {expr!r}: must be a requirement object")
             operator = expr.get("operator")
-            op = _EXPRESSION_OPERATORS.get(operator)
+            op = _EXPRESSION_OPERATORS.get(str(operator))
             if op is None:
                 raise ValueError(f'"{operator}" is not a valid label selector operator')
-            reqs.append(_new_requirement(expr.get("key", ""), op, expr.get("values") or ()))
+            values = expr.get("values") or []
+            if not isinstance(values, list | tuple):
+                raise ValueError(f"<nil>: Invalid value: {values!r}: values must be a list")
+            reqs.append(_new_requirement(expr.get("key", ""), op, values))
     except ValueError as e:
         raise BadRequest(str(e)) from None
     return LabelSelector(reqs)

@@ -168,14 +168,15 @@ def _pydantic_causes(model: type[BaseModel], obj: dict[str, Any]) -> list[Cause]
             if path in seen:
                 continue  # a union reports once per member
             seen.add(path)
-            if err["type"] == "missing":
-                causes.append(required(path))
+            if err["type"] == "missing" or (err.get("input", ...) is None):
+                causes.append(required(path))  # JSON null is an absent field to Kubernetes
             elif err["type"] == "literal_error":
                 expected = (err.get("ctx") or {}).get("expected", "")
                 supported = re.findall(r"'([^']*)'", str(expected))
                 causes.append(not_supported(path, err.get("input"), supported))
             else:
                 msg = str(err["msg"]).removeprefix("Value error, ")
+                msg = re.sub(r" or instance of \w+$", "", msg)
                 causes.append(invalid(path, err.get("input"), msg))
         return causes
     return []
