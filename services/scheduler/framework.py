@@ -1,0 +1,412 @@
+"""The scheduling framework: extension-point Protocols, the Status they return, the cycle state.
+
+Shaped after kube-scheduler's ``framework/interface.go``: one tiny Protocol per extension point
+(PreFilter, Filter, PreScore, Score with its optional normalisation), so a plugin implements only
+the points it cares about, and a ``Framework`` that runs the enabled plugins in order over a
+list of candidate nodes and picks one. A ``Status`` code says *why* a node was rejected, because
+the queue treats the reasons differently:
+
+* ``UNSCHEDULABLE``: the pod does not fit now but might after a change on this node (resources).
+* ``UNSCHEDULABLE_AND_UNRESOLVABLE``: no change to the *other* pods will help (selector, taint).
+* ``ERROR``: something broke; the pod is retried with backoff and the error is logged.
+* ``SKIP`` (from PreFilter/PreScore only): this plugin has nothing to say about this pod, so its
+  Filter/Score is not run at all — the cheap path for the common pod without constraints.
+
+Plugins are synchronous and must not await: one scheduling cycle reads the cache and assumes the
+chosen node without yielding to the event loop, so no informer event can change the cache half
+way through a decision. What this module does not do: preemption, permit/reserve points, more
+than one profile, and extenders.
+"""
+
+from __future__ import annotations
+
+import enum
+import random
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from services.scheduler.nodeinfo import NodeInfo, PodInfo
+
+__all__ = [
+    "MAX_NODE_SCORE",
+    "SKIP",
+    "Code",
+    "CycleState",
+    "Diagnosis",
+    "FilterPlugin",
+    "FitError",
+    "Framework",
+    "Plugin",
+    "PreFilterPlugin",
+    "PreScorePlugin",
+    "ScheduleResult",
+    "ScoreNormalizer",
+    "ScorePlugin",
+    "Status",
+    "default_normalize_score",
+    "num_feasible_nodes_to_find",
+]
+
+MAX_NODE_SCORE = 100
+"""Every score plugin scores a node in [0, MAX_NODE_SCORE] after normalisation, as kube-scheduler."""
+
+# kube-scheduler's own floors for "how many feasible nodes are enough": never fewer than 100
+# nodes, never less than 5 % of the cluster, default percentage 50 - nodes/125.
+_MIN_FEASIBLE_NODES = 100
+_MIN_FEASIBLE_PERCENTAGE = 5
+
+
+class Code(enum.IntEnum):
+    SUCCESS = 0
+    ERROR = 1
+    UNSCHEDULABLE = 2
+    UNSCHEDULABLE_AND_UNRESOLVABLE = 3
+    SKIP = 5
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    """What a plugin says about a pod (PreFilter) or a pod on one node (Filter).
+
+    Plugins return ``None`` for success: it is the overwhelmingly common answer and the cheapest.
+    ``reasons`` are the words a person reads in ``kubectl describe`` ("Insufficient cpu").
+    """
+
+    code: Code
+    reasons: tuple[str, ...] = ()
+    plugin: str = ""
+
+    @classmethod
+    def unschedulable(cls, *reasons: str) -> Status:
+        return cls(Code.UNSCHEDULABLE, reasons)
+
+    @classmethod
+    def unresolvable(cls, *reasons: str) -> Status:
+        return cls(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, reasons)
+
+    @classmethod
+    def error(cls, message: str) -> Status:
+        return cls(Code.ERROR, (message,))
+
+    @property
+    def is_rejection(self) -> bool:
+        return self.code in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+
+    def with_plugin(self, name: str) -> Status:
+        return Status(self.code, self.reasons, name)
+
+    @property
+    def message(self) -> str:
+        return ", ".join(self.reasons)
+
+
+SKIP = Status(Code.SKIP)
+
+
+class CycleState:
+    """Data one scheduling cycle's plugins share: PreFilter computes, Filter and Score read.
+
+    Keys are plugin-chosen strings (by convention the plugin name plus the extension point).
+    ``skip_filter``/``skip_score`` hold the plugins whose PreFilter/PreScore returned SKIP.
+    """
+
+    __slots__ = ("_data", "skip_filter", "skip_score")
+
+    def __init__(self) -> None:
+        self._data: dict[str, Any] = {}
+        self.skip_filter: set[str] = set()
+        self.skip_score: set[str] = set()
+
+    def write(self, key: str, value: Any) -> None:
+        self._data[key] = value
+
+    def read(self, key: str) -> Any:
+        """The value a previous extension point wrote; KeyError if it never ran."""
+        return self._data[key]
+
+
+# ---- the extension points -------------------------------------------------------------------
+
+
+@runtime_checkable
+class Plugin(Protocol):
+    name: str
+
+
+@runtime_checkable
+class PreFilterPlugin(Plugin, Protocol):
+    def pre_filter(self, state: CycleState, pod: PodInfo) -> Status | None:
+        """Once per cycle: precompute into ``state``; SKIP to not run Filter; a rejection fails every node."""
+        ...
+
+
+@runtime_checkable
+class FilterPlugin(Plugin, Protocol):
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
+        """Can ``pod`` run on ``node``? None if yes, a rejection Status with reasons if not."""
+        ...
+
+
+@runtime_checkable
+class PreScorePlugin(Plugin, Protocol):
+    def pre_score(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> Status | None:
+        """Once per cycle over the feasible nodes; SKIP to not run Score."""
+        ...
+
+
+@runtime_checkable
+class ScorePlugin(Plugin, Protocol):
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
+        """A raw score for ``pod`` on the feasible ``node``; normalised afterwards if needed."""
+        ...
+
+
+@runtime_checkable
+class ScoreNormalizer(Plugin, Protocol):
+    def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[int]) -> None:
+        """Rescale this plugin's raw scores (in place, one per feasible node) into [0, 100]."""
+        ...
+
+
+def default_normalize_score(scores: list[int], *, reverse: bool = False) -> None:
+    """Scale so the highest score becomes MAX_NODE_SCORE; ``reverse`` makes lower better."""
+    highest = max(scores, default=0)
+    if highest == 0:
+        if reverse:
+            scores[:] = [MAX_NODE_SCORE] * len(scores)
+        return
+    for i, s in enumerate(scores):
+        s = MAX_NODE_SCORE * s // highest
+        scores[i] = MAX_NODE_SCORE - s if reverse else s
+
+
+def num_feasible_nodes_to_find(num_all_nodes: int, percentage: int) -> int:
+    """How many feasible nodes to look for before scoring, as kube-scheduler decides it.
+
+    Filtering every node of a large cluster buys little: the best of a few hundred is as good as
+    the best of thousands. ``percentage`` 0 means adaptive (50 % minus 1 % per 125 nodes, at
+    least 5 %); at least 100 nodes are always searched; 100 means all.
+    """
+    if num_all_nodes < _MIN_FEASIBLE_NODES or percentage >= 100:
+        return num_all_nodes
+    adaptive = percentage
+    if adaptive <= 0:
+        adaptive = max(50 - num_all_nodes // 125, _MIN_FEASIBLE_PERCENTAGE)
+    return max(num_all_nodes * adaptive // 100, _MIN_FEASIBLE_NODES)
+
+
+# ---- outcome of one cycle --------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Diagnosis:
+    """Why each node was rejected (by node name), and which plugins did the rejecting."""
+
+    node_statuses: dict[str, Status] = field(default_factory=dict)
+    unschedulable_plugins: set[str] = field(default_factory=set)
+    pre_filter_message: str = ""
+
+
+NO_NODES_MESSAGE = "no nodes available to schedule pods"
+
+
+class FitError(Exception):
+    """No node fits the pod; the message is worded as kube-scheduler words it.
+
+    ``0/2 nodes are available: 1 Insufficient cpu, 1 node(s) didn't match Pod's node
+    affinity/selector.`` — one count per distinct reason, sorted as strings.
+    """
+
+    def __init__(self, *, num_all_nodes: int, diagnosis: Diagnosis) -> None:
+        self.num_all_nodes = num_all_nodes
+        self.diagnosis = diagnosis
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        if self.num_all_nodes == 0:
+            return NO_NODES_MESSAGE
+        message = f"0/{self.num_all_nodes} nodes are available:"
+        if self.diagnosis.pre_filter_message:
+            return f"{message} {self.diagnosis.pre_filter_message}."
+        histogram: dict[str, int] = {}
+        for status in self.diagnosis.node_statuses.values():
+            for reason in status.reasons:
+                histogram[reason] = histogram.get(reason, 0) + 1
+        parts = sorted(f"{count} {reason}" for reason, count in histogram.items())
+        if parts:
+            message += " " + ", ".join(parts) + "."
+        return message
+
+    @property
+    def unresolvable(self) -> bool:
+        """True when every node failed for a reason no change to other pods can fix."""
+        statuses = self.diagnosis.node_statuses.values()
+        return bool(statuses) and all(
+            s.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE for s in statuses
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleResult:
+    node: str
+    evaluated_nodes: int
+    feasible_nodes: int
+
+
+# ---- the runner ------------------------------------------------------------------------------
+
+
+class Framework:
+    """Runs one profile's enabled plugins: filter the nodes, score the feasible ones, pick one.
+
+    ``percentage_of_nodes_to_score`` bounds the search as ``num_feasible_nodes_to_find`` says;
+    the next cycle starts where the last one stopped, so every node gets its turn.
+    """
+
+    def __init__(
+        self,
+        *,
+        pre_filter: Sequence[PreFilterPlugin] = (),
+        filter: Sequence[FilterPlugin] = (),
+        pre_score: Sequence[PreScorePlugin] = (),
+        score: Sequence[tuple[ScorePlugin, int]] = (),
+        percentage_of_nodes_to_score: int = 0,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.pre_filter_plugins = list(pre_filter)
+        self.filter_plugins = list(filter)
+        self.pre_score_plugins = list(pre_score)
+        self.score_plugins = list(score)
+        self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
+        self._rng = rng or random.Random()
+        self._next_start = 0
+
+    @property
+    def plugin_names(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for p in (*self.pre_filter_plugins, *self.filter_plugins, *self.pre_score_plugins):
+            seen[p.name] = None
+        for p, _ in self.score_plugins:
+            seen[p.name] = None
+        return list(seen)
+
+    def run_pre_filter(self, state: CycleState, pod: PodInfo) -> Status | None:
+        for plugin in self.pre_filter_plugins:
+            status = plugin.pre_filter(state, pod)
+            if status is None:
+                continue
+            if status.code == Code.SKIP:
+                state.skip_filter.add(plugin.name)
+                continue
+            return status.with_plugin(plugin.name)
+        return None
+
+    def run_filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
+        """The first rejecting plugin's status (filters stop at the first no), or None."""
+        skip = state.skip_filter
+        for plugin in self.filter_plugins:
+            if skip and plugin.name in skip:
+                continue
+            status = plugin.filter(state, pod, node)
+            if status is not None:
+                return status.with_plugin(plugin.name)
+        return None
+
+    def find_feasible(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], diagnosis: Diagnosis
+    ) -> tuple[list[NodeInfo], int]:
+        """Feasible nodes (at most the number worth finding) and how many nodes were examined."""
+        total = len(nodes)
+        wanted = num_feasible_nodes_to_find(total, self.percentage_of_nodes_to_score)
+        feasible: list[NodeInfo] = []
+        start = self._next_start % total if total else 0
+        examined = 0
+        # the hot loop: hoist what can be hoisted, skip plugins PreFilter declared irrelevant
+        plugins = [p for p in self.filter_plugins if p.name not in state.skip_filter]
+        for i in range(total):
+            node = nodes[(start + i) % total]
+            examined += 1
+            rejected: Status | None = None
+            for plugin in plugins:
+                rejected = plugin.filter(state, pod, node)
+                if rejected is not None:
+                    break
+            if rejected is None:
+                feasible.append(node)
+                if len(feasible) >= wanted:
+                    break
+            elif rejected.code == Code.ERROR:
+                raise RuntimeError(f"filter plugin {plugin.name} failed: {rejected.message}")
+            else:
+                diagnosis.node_statuses[node.name] = rejected
+                diagnosis.unschedulable_plugins.add(plugin.name)
+        self._next_start = (start + examined) % total if total else 0
+        return feasible, examined
+
+    def score_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[int]:
+        """Weighted total score of each node, same order as ``nodes``."""
+        totals = [0] * len(nodes)
+        for plugin in self.pre_score_plugins:
+            status = plugin.pre_score(state, pod, nodes)
+            if status is None:
+                continue
+            if status.code == Code.SKIP:
+                state.skip_score.add(plugin.name)
+            else:
+                raise RuntimeError(f"pre-score plugin {plugin.name} failed: {status.message}")
+        for plugin, weight in self.score_plugins:
+            if plugin.name in state.skip_score:
+                continue
+            scores = [plugin.score(state, pod, node) for node in nodes]
+            if isinstance(plugin, ScoreNormalizer):
+                plugin.normalize_score(state, pod, scores)
+            for i, s in enumerate(scores):
+                totals[i] += s * weight
+        return totals
+
+    def schedule(self, pod: PodInfo, nodes: Sequence[NodeInfo]) -> ScheduleResult:
+        """Pick a node for ``pod`` among ``nodes``; raise FitError if none fits.
+
+        Ties between the best-scoring nodes are broken at random, as kube-scheduler does, so
+        identical nodes share a burst of identical pods instead of the first one taking all.
+        """
+        state = CycleState()
+        diagnosis = Diagnosis()
+        if not nodes:
+            raise FitError(num_all_nodes=0, diagnosis=diagnosis)
+        rejected = self.run_pre_filter(state, pod)
+        if rejected is not None:
+            if rejected.code == Code.ERROR:
+                raise RuntimeError(
+                    f"pre-filter plugin {rejected.plugin} failed: {rejected.message}"
+                )
+            diagnosis.pre_filter_message = rejected.message
+            diagnosis.unschedulable_plugins.add(rejected.plugin)
+            for node in nodes:
+                diagnosis.node_statuses[node.name] = rejected
+            raise FitError(num_all_nodes=len(nodes), diagnosis=diagnosis)
+        feasible, examined = self.find_feasible(state, pod, nodes, diagnosis)
+        if not feasible:
+            raise FitError(num_all_nodes=len(nodes), diagnosis=diagnosis)
+        if len(feasible) == 1:
+            return ScheduleResult(feasible[0].name, examined, 1)
+        totals = self.score_nodes(state, pod, feasible)
+        return ScheduleResult(_select_host(feasible, totals, self._rng), examined, len(feasible))
+
+
+def _select_host(nodes: Sequence[NodeInfo], totals: Iterable[int], rng: random.Random) -> str:
+    """The best-scoring node; reservoir sampling among equal bests."""
+    best_score = -1
+    best = ""
+    ties = 0
+    for node, score in zip(nodes, totals, strict=True):
+        if score > best_score:
+            best_score, best, ties = score, node.name, 1
+        elif score == best_score:
+            ties += 1
+            if rng.randrange(ties) == 0:
+                best = node.name
+    return best

@@ -1,0 +1,30 @@
+"""NodeResourcesLeastAllocated: prefer the node with the most cpu and memory left after placing.
+
+Score per resource = (allocatable - requested) * 100 / allocatable, with the pod's own requests
+included and request-less containers counted at kube-scheduler's defaults (0.1 cpu, 200 MiB) so
+that a flood of request-less pods still spreads; the node's score is the mean over cpu and
+memory (equal weights, as kube-scheduler's default).
+"""
+
+from __future__ import annotations
+
+from services.scheduler.framework import MAX_NODE_SCORE, CycleState
+from services.scheduler.nodeinfo import NodeInfo, PodInfo
+
+NAME = "NodeResourcesLeastAllocated"
+
+
+def _least(requested: int, capacity: int) -> int:
+    if capacity <= 0 or requested > capacity:
+        return 0
+    return (capacity - requested) * MAX_NODE_SCORE // capacity
+
+
+class LeastAllocated:
+    name = NAME
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
+        have, used, want = node.allocatable, node.non_zero_requested, pod.non_zero_requests
+        cpu = _least(used.milli_cpu + want.milli_cpu, have.milli_cpu)
+        memory = _least(used.memory + want.memory, have.memory)
+        return (cpu + memory) // 2

@@ -1,0 +1,46 @@
+"""NodeResourcesFit: the pod's requests must fit in what the node has left.
+
+"Left" is ``status.allocatable`` minus the requests of every pod on the node, bound or assumed
+(see ``cache.py``), so a burst of pods sees its own earlier decisions. Every shortfall is
+reported, as Kubernetes does: "Insufficient cpu", "Insufficient memory", "Too many pods".
+These are ``UNSCHEDULABLE`` (not unresolvable): a pod leaving the node can fix them.
+"""
+
+from __future__ import annotations
+
+from services.scheduler.framework import CycleState, Status
+from services.scheduler.nodeinfo import NodeInfo, PodInfo
+
+NAME = "NodeResourcesFit"
+TOO_MANY_PODS = "Too many pods"
+
+
+def insufficient(pod: PodInfo, node: NodeInfo) -> list[str]:
+    """The reasons ``pod`` does not fit ``node`` (empty if it fits)."""
+    reasons: list[str] = []
+    if len(node.pods) + 1 > node.allowed_pods:
+        reasons.append(TOO_MANY_PODS)
+    want = pod.requests
+    if want.is_zero:
+        return reasons
+    have, used = node.allocatable, node.requested
+    if want.milli_cpu and have.milli_cpu < want.milli_cpu + used.milli_cpu:
+        reasons.append("Insufficient cpu")
+    if want.memory and have.memory < want.memory + used.memory:
+        reasons.append("Insufficient memory")
+    if want.ephemeral_storage and (
+        have.ephemeral_storage < want.ephemeral_storage + used.ephemeral_storage
+    ):
+        reasons.append("Insufficient ephemeral-storage")
+    for name, amount in want.scalar.items():
+        if amount and have.scalar.get(name, 0) < amount + used.scalar.get(name, 0):
+            reasons.append(f"Insufficient {name}")
+    return reasons
+
+
+class NodeResourcesFit:
+    name = NAME
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
+        reasons = insufficient(pod, node)
+        return Status.unschedulable(*reasons) if reasons else None

@@ -1,0 +1,143 @@
+"""Score plugins, table-driven: the raw and normalised scores they give a set of nodes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from services.scheduler.framework import Code, CycleState
+from services.scheduler.nodeinfo import NodeInfo, PodInfo
+from services.scheduler.plugins.least_allocated import LeastAllocated
+from services.scheduler.plugins.node_affinity import NodeAffinity
+from services.scheduler.plugins.selector_spread import SelectorSpread
+from services.scheduler.plugins.taint_toleration import TaintToleration
+from tests.scheduler.factories import node, pod
+
+
+def run_score(plugin: Any, p: PodInfo, nodes: list[NodeInfo]) -> list[int] | None:
+    """Normalised scores, or None when PreScore says the plugin has nothing to say."""
+    state = CycleState()
+    pre = getattr(plugin, "pre_score", None)
+    if pre is not None:
+        status = pre(state, p, nodes)
+        if status is not None and status.code == Code.SKIP:
+            return None
+    scores = [plugin.score(state, p, n) for n in nodes]
+    normalize = getattr(plugin, "normalize_score", None)
+    if normalize is not None:
+        normalize(state, p, scores)
+    return scores
+
+
+def preferred(weight: int, key: str, value: str) -> dict[str, Any]:
+    return {
+        "weight": weight,
+        "preference": {"matchExpressions": [{"key": key, "operator": "In", "values": [value]}]},
+    }
+
+
+def with_preferences(*terms: dict[str, Any]) -> PodInfo:
+    return pod(
+        affinity={"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": list(terms)}}
+    )
+
+
+SCORE_CASES = [
+    (
+        "least allocated prefers the emptier node",
+        LeastAllocated(),
+        pod(cpu="1", memory="1Gi"),
+        [node("a", cpu="2", memory="2Gi"), node("b", cpu="4", memory="4Gi")],
+        [50, 75],
+    ),
+    (
+        "least allocated counts pods already there",
+        LeastAllocated(),
+        pod(cpu="1", memory="1Gi"),
+        [
+            node(
+                "a", cpu="4", memory="4Gi", placed=(pod("x", cpu="2", memory="2Gi", node_name="a"),)
+            ),
+            node("b", cpu="4", memory="4Gi"),
+        ],
+        [25, 75],
+    ),
+    (
+        "request-less pods count at the defaults (100m, 200Mi)",
+        LeastAllocated(),
+        pod(),
+        [node("a", cpu="1", memory="1000Mi"), node("b", cpu="2", memory="2000Mi")],
+        [85, 92],
+    ),
+    (
+        "least allocated: an overfull node scores 0",
+        LeastAllocated(),
+        pod(cpu="8"),
+        [node("a", cpu="4")],
+        [48],
+    ),
+    (
+        "preferred affinity: weights summed, normalised to the best",
+        NodeAffinity(),
+        with_preferences(preferred(10, "disk", "ssd"), preferred(30, "zone", "a")),
+        [
+            node("a", labels={"disk": "ssd"}),
+            node("b", labels={"disk": "ssd", "zone": "a"}),
+            node("c"),
+        ],
+        [25, 100, 0],
+    ),
+    ("no preferred terms: skipped", NodeAffinity(), pod(), [node("a")], None),
+    (
+        "PreferNoSchedule taints: fewer is better",
+        TaintToleration(),
+        pod(),
+        [
+            node("a", taints=[{"key": "k", "value": "v", "effect": "PreferNoSchedule"}]),
+            node("b"),
+        ],
+        [0, 100],
+    ),
+    (
+        "tolerated PreferNoSchedule does not count",
+        TaintToleration(),
+        pod(tolerations=[{"key": "k", "operator": "Exists"}]),
+        [node("a", taints=[{"key": "k", "value": "v", "effect": "PreferNoSchedule"}]), node("b")],
+        [100, 100],
+    ),
+    ("no taints anywhere: skipped", TaintToleration(), pod(), [node("a"), node("b")], None),
+    (
+        "spread: fewer siblings is better",
+        SelectorSpread(),
+        pod("new", owner_uid="rs1"),
+        [
+            node(
+                "a",
+                placed=(
+                    pod("s1", owner_uid="rs1", node_name="a"),
+                    pod("s2", owner_uid="rs1", node_name="a"),
+                ),
+            ),
+            node(
+                "b",
+                placed=(
+                    pod("s3", owner_uid="rs1", node_name="b"),
+                    pod("o", owner_uid="rs2", node_name="b"),
+                ),
+            ),
+            node("c"),
+        ],
+        [0, 50, 100],
+    ),
+    ("spread: a pod without controller is skipped", SelectorSpread(), pod(), [node("a")], None),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "plugin", "p", "nodes", "want"), SCORE_CASES, ids=[c[0] for c in SCORE_CASES]
+)
+def test_score_plugin(
+    case: str, plugin: Any, p: PodInfo, nodes: list[NodeInfo], want: list[int] | None
+) -> None:
+    assert run_score(plugin, p, nodes) == want
