@@ -23,6 +23,8 @@ Choices made here, on purpose, for every model in ``api/``:
 * **Empty means absent.** Optional fields default to ``None`` and are omitted on dump with
   ``exclude_none``; a few containers (``metadata``, ``spec``, ``status``) default to empty
   objects so components can read ``pod.spec.node_name`` without a None check.
+  Kubernetes writes a few empty times as explicit ``null`` (``lastProbeTime``, ``eventTime``);
+  a model dump drops them, which every client reads the same way.
 * **Times are strings**, exactly as on the wire: RFC 3339 seconds (``2026-11-30T02:09:45Z``)
   for ``Time``, microseconds (``2026-11-30T02:09:45.123456Z``) for ``MicroTime``. Keeping the
   string avoids a lossy parse/format round trip; ``now_time()``/``now_micro_time()`` format the

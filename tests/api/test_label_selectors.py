@@ -149,3 +149,18 @@ def test_selector_from_set_is_exact_equality() -> None:
     assert str(sel) == "app=web,env=prod"
     assert sel.matches(LABELS) and not sel.matches({"app": "web"})
     assert label_selector_from_set({}).empty
+
+
+@pytest.mark.parametrize(
+    "selector",
+    [
+        {"matchLabels": {"a": True}},
+        {"matchLabels": [1]},
+        {"matchExpressions": "x"},
+        {"matchExpressions": [3]},
+        {"matchExpressions": [{"key": "a", "operator": "In", "values": "ab"}]},
+    ],
+)
+def test_wrongly_typed_structured_selectors_are_bad_requests(selector: dict[str, object]) -> None:
+    with pytest.raises(BadRequest):
+        label_selector_from_dict(selector)

@@ -358,3 +358,52 @@ def test_controller_selector_is_immutable(resource: str) -> None:
             'Invalid value: {"matchLabels":{"app":"web","v":"1"}}: field is immutable',
         )
     ]
+
+
+def test_json_null_reads_as_an_absent_field() -> None:
+    body = pod()
+    body["spec"]["containers"] = None
+    assert causes_of("pods", body) == [("spec.containers", "FieldValueRequired", "Required value")]
+    body = pod()
+    body["metadata"]["creationTimestamp"] = None  # what `kubectl create --dry-run -o yaml` writes
+    assert causes_of("pods", body) == []
+
+
+def test_malformed_selector_parts_are_causes_not_crashes() -> None:
+    d: dict[str, Any] = {
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {
+            "selector": {"matchLabels": [1], "matchExpressions": "x"},
+            "template": template({"app": "web"}),
+        },
+    }
+    apply_defaults("Deployment", d)
+    assert [(f, r) for f, r, _ in causes_of("deploy", d)] == [
+        ("spec.selector.matchLabels", "FieldValueInvalid"),
+        ("spec.selector.matchExpressions", "FieldValueInvalid"),
+    ]
+
+
+def test_kubectl_generated_manifests_are_valid() -> None:
+    d: dict[str, Any] = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "creationTimestamp": None,
+            "labels": {"app": "web"},
+            "name": "web",
+            "namespace": "default",
+        },
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": "web"}},
+            "strategy": {},
+            "template": {
+                "metadata": {"creationTimestamp": None, "labels": {"app": "web"}},
+                "spec": {"containers": [{"image": "nginx", "name": "nginx", "resources": {}}]},
+            },
+        },
+        "status": {},
+    }
+    apply_defaults("Deployment", d)
+    assert causes_of("deploy", d) == []
