@@ -202,13 +202,32 @@ def _merge_list(live: list[Any], patch: list[Any], meta: PatchMeta) -> list[Any]
         return []
     if not _items_are_objects(live, patch):
         union = _unique_scalars(live + patch)
-        return _normalize_order(union, order=patch, server=live, key=identity)
+        return _normalize_order(
+            union,
+            order=[identity(v) for v in patch],
+            server=[identity(v) for v in live],
+            key=identity,
+        )
+    return _merge_objects(live, patch, meta)[0]
 
+
+def _merge_objects(
+    live: list[Any], patch: list[Any], meta: PatchMeta
+) -> tuple[list[Any], list[Hashable]]:
+    """Merge a list of objects by merge key; also return ``live`` as upstream sees it after.
+
+    Upstream merges in place in the live slice's backing array (Go ``append`` on a sub-slice),
+    so deletions shift live items left and new items overwrite the tail that deletions freed.
+    A ``$setElementOrder`` pass afterwards reads that mutated array as "the live order"; the
+    second value reproduces it (as merge-key identities) so ordering matches upstream exactly.
+    """
     merge_key = meta.merge_key
     if merge_key is None:
         raise BadRequest("cannot merge lists without merge key for type map")
     key = _merge_key_identity(merge_key)
 
+    view = [key(item) for item in live]  # the live backing array, as upstream will read it
+    length = len(view)  # length of upstream's working slice over that array
     base = live
     plain: list[dict[str, Any]] = []
     replace = False
@@ -221,6 +240,10 @@ def _merge_list(live: list[Any], patch: list[Any], meta: PatchMeta) -> list[Any]
                 raise BadRequest(_no_merge_key(item, merge_key))
             doomed = identity(item[merge_key])
             base = [o for o in base if key(o) != doomed]
+            while doomed in view[:length]:
+                gone = view.index(doomed, 0, length)
+                view[gone : length - 1] = view[gone + 1 : length]
+                length -= 1
         elif directive == "replace":
             replace = True
         elif directive == "merge":
@@ -231,7 +254,7 @@ def _merge_list(live: list[Any], patch: list[Any], meta: PatchMeta) -> list[Any]
         if merge_key not in item:
             raise BadRequest(_no_merge_key(item, merge_key))
     if replace:
-        return [_merge_map({}, item, meta) for item in plain]
+        return [_merge_map({}, item, meta) for item in plain], [key(item) for item in live]
 
     merged: list[Any] = list(base)
     built = [False] * len(merged)
@@ -245,11 +268,17 @@ def _merge_list(live: list[Any], patch: list[Any], meta: PatchMeta) -> list[Any]
             position[ident] = len(merged)
             merged.append(_merge_map({}, item, meta))
             built.append(True)
+            if length < len(view):  # upstream's append still fits the live array: overwrite
+                view[length] = ident
+            length += 1
         else:
             merged[at] = _merge_map(merged[at], item, meta)
             built[at] = True
     merged = [m if done else clone(m) for m, done in zip(merged, built, strict=True)]
-    return _normalize_order(merged, order=plain, server=base, key=key)
+    ordered = _normalize_order(
+        merged, order=[key(p) for p in plain], server=[key(b) for b in base], key=key
+    )
+    return ordered, view
 
 
 def _fresh(value: JSONValue, meta: PatchMeta) -> JSONValue:
@@ -305,20 +334,25 @@ def _no_merge_key(item: Any, merge_key: str) -> str:
 
 
 def _normalize_order(
-    merged: list[Any], *, order: list[Any], server: list[Any], key: Callable[[Any], Hashable]
+    merged: list[Any],
+    *,
+    order: list[Hashable],
+    server: list[Hashable],
+    key: Callable[[Any], Hashable],
 ) -> list[Any]:
     """Upstream's ``normalizeElementOrder``: ``merged`` ordered by ``order`` then ``server``.
 
+    ``order`` and ``server`` are identities (merge-key values, or the scalars themselves).
     Items named in ``order`` come in that order; the others keep their order in ``server``
     (the live list). The two runs are then interleaved: a live-only item goes before a patch
     item exactly when both are in the live list and it came first there.
     """
     order_at: dict[Hashable, int] = {}
-    for i, item in enumerate(order):
-        order_at.setdefault(key(item), i)
+    for i, ident in enumerate(order):
+        order_at.setdefault(ident, i)
     server_at: dict[Hashable, int] = {}
-    for i, item in enumerate(server):
-        server_at.setdefault(key(item), i)
+    for i, ident in enumerate(server):
+        server_at.setdefault(ident, i)
     keyed = [(key(item), item) for item in merged]
     patch_items = sorted((p for p in keyed if p[0] in order_at), key=lambda p: order_at[p[0]])
     server_only = sorted(
@@ -370,11 +404,14 @@ def _apply_element_order(
     if patch_list is not _MISSING:
         _check_order_matches(patch_list, order, key)
 
+    server = [key(item) for item in live or ()]
     if patch_list is _MISSING:
         merged = [clone(item) for item in live or ()]
+    elif objects:
+        merged, server = _merge_objects(live or [], patch_list, meta)
     else:
         merged = _merge_list(live or [], patch_list, meta)
-    out[name] = _normalize_order(merged, order=order, server=live or [], key=key)
+    out[name] = _normalize_order(merged, order=[key(o) for o in order], server=server, key=key)
     return True
 
 
