@@ -139,15 +139,17 @@ def _scalar(conn: sqlite3.Connection, sql: str) -> int:
     return int(row[0]) if row and row[0] is not None else 0
 
 
-def _range(prefix: str, *, start_after: str | None = None) -> tuple[str, list[Any]]:
-    """SQL condition and parameters for ``name`` under ``prefix`` (after ``start_after``)."""
+def _range(
+    prefix: str, *, start_after: str | None = None, column: str = "name"
+) -> tuple[str, list[Any]]:
+    """SQL condition and parameters for ``column`` under ``prefix`` (after ``start_after``)."""
     if start_after is not None and start_after >= prefix:
-        clauses, params = ["name > ?"], [start_after]
+        clauses, params = [f"{column} > ?"], [start_after]
     else:
-        clauses, params = ["name >= ?"], [prefix]
+        clauses, params = [f"{column} >= ?"], [prefix]
     end = prefix_end(prefix)
     if end is not None:
-        clauses.append("name < ?")
+        clauses.append(f"{column} < ?")
         params.append(end)
     return " AND ".join(clauses), params
 
@@ -437,10 +439,13 @@ class SqliteStore:
         limit: int = 0,
     ) -> ListResult:
         condition, params = _range(prefix, start_after=start_after)
+        # SQLite takes the bare columns of a MAX() aggregate from the row holding the maximum,
+        # so this reads, per key, its newest row at or before the revision, in one pass over
+        # the (name, id) index in key order; HAVING drops the keys deleted by then, and LIMIT
+        # stops the scan early.
         sql = (
-            f"SELECT {_COLUMNS} FROM kv WHERE id IN ("
-            f"SELECT MAX(id) FROM kv WHERE {condition} AND id <= ? GROUP BY name"
-            ") AND deleted = 0 ORDER BY name LIMIT ?"
+            f"SELECT MAX(id), {_COLUMNS.removeprefix('id, ')} FROM kv"
+            f" WHERE {condition} AND id <= ? GROUP BY name HAVING deleted = 0 ORDER BY name LIMIT ?"
         )
 
         def read(conn: sqlite3.Connection) -> ListResult:
@@ -468,7 +473,9 @@ class SqliteStore:
         return self._hub.watch(prefix, after_revision=after_revision, history=self._history)
 
     async def _history(self, prefix: str, *, after_revision: int, limit: int) -> Sequence[Event]:
-        condition, params = _range(prefix)
+        condition, params = _range(prefix, column="+name")
+        # ``+name``: walk the revisions from ``after_revision`` on (the usual resume is recent),
+        # rather than every revision of every key under the prefix and a sort.
         sql = f"SELECT {_COLUMNS} FROM kv WHERE id > ? AND {condition} ORDER BY id LIMIT ?"
 
         def read(conn: sqlite3.Connection) -> list[Record]:
