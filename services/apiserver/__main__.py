@@ -1,0 +1,5 @@
+import sys
+
+from services.apiserver.main import main
+
+sys.exit(main())

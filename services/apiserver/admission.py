@@ -1,0 +1,68 @@
+"""Admission: cluster-level rules a write must pass before it reaches the store.
+
+Why: some refusals depend on *other* objects, not on the object written — Kubernetes'
+NamespaceLifecycle plugin refuses new content in a namespace that does not exist (404
+``namespaces "x" not found``) or is being deleted (403 ``unable to create new content in
+namespace x because it is being terminated``), and refuses to delete the namespaces the system
+needs (403 ``this namespace may not be deleted``). Those rules live here.
+
+Limits: the namespace is looked up in the namespaces watch cache, falling back to the store,
+so a namespace created a moment ago is found; a namespace deleted concurrently with a create
+may still admit it (the same race exists in Kubernetes — the namespace controller cleans up).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from api.errors import Forbidden, NotFound
+from api.registry import ResourceType
+from services.apiserver.context import ApiContext
+
+__all__ = ["admit_create", "admit_delete"]
+
+
+def _qualified(rt: ResourceType) -> str:
+    return f"{rt.plural}.{rt.group}" if rt.group else rt.plural
+
+
+async def _namespace(ctx: ApiContext, name: str) -> dict[str, Any] | None:
+    ns_rt = ctx.resource("", "namespaces")
+    cache = ctx.cache(ns_rt)
+    if cache is not None and cache.ready.is_set():
+        event = cache.lookup(ns_rt.key(None, name))
+        if event is not None:
+            return event.obj
+    return await ctx.storage(ns_rt).get_or_none(None, name)
+
+
+async def admit_create(
+    ctx: ApiContext, rt: ResourceType, *, namespace: str | None, name: str
+) -> None:
+    """Refuse a create into a missing or terminating namespace."""
+    if not rt.namespaced or namespace is None:
+        return
+    ns = await _namespace(ctx, namespace)
+    if ns is None:
+        raise NotFound.of("namespaces", namespace)
+    terminating = (ns.get("metadata") or {}).get("deletionTimestamp") or (
+        (ns.get("status") or {}).get("phase") == "Terminating"
+    )
+    if terminating:
+        raise Forbidden(
+            f'{_qualified(rt)} "{name}" is forbidden: unable to create new content in namespace '
+            f"{namespace} because it is being terminated",
+            kind=rt.plural,
+            name=name,
+            group=rt.group or None,
+        )
+
+
+def admit_delete(ctx: ApiContext, rt: ResourceType, *, name: str) -> None:
+    """Refuse to delete the namespaces the system depends on."""
+    if rt.group == "" and rt.kind == "Namespace" and name in ctx.options.immortal_namespaces:
+        raise Forbidden(
+            f'namespaces "{name}" is forbidden: this namespace may not be deleted',
+            kind="namespaces",
+            name=name,
+        )

@@ -1,0 +1,171 @@
+"""The apiserver's aiohttp application: routes, middleware, and every long-lived resource.
+
+Why: one factory builds the same app for ``kubelite apiserver``, for in-process tests
+(``aiohttp_client(make_app(...))``) and for benchmarks. Long-lived resources are owned by
+``cleanup_ctx`` generators, so they start in order and stop in reverse for free:
+
+1. the store (opened by ``make_app``, closed last);
+2. the system namespaces (``bootstrap``);
+3. one watch cache per resource, each fed by a named task; startup waits until all are loaded;
+4. the store compactor (``store.keep_window``), keeping ``compaction_window`` revisions;
+5. the Event sweeper (``eventttl``).
+
+On shutdown every open watch is ended first (``on_shutdown``), so stopping never waits for
+watch streams to time out.
+
+Limits: plain HTTP only (TLS and authentication arrive with the secure port in a later issue).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Coroutine
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from api.registry import REGISTRY, Registry
+from services.apiserver.bootstrap import ensure_namespaces
+from services.apiserver.codec import MAX_BODY_BYTES
+from services.apiserver.context import CONTEXT, ApiContext, ServerOptions
+from services.apiserver.discovery import setup_discovery
+from services.apiserver.eventttl import sweep_events
+from services.apiserver.health import setup_health
+from services.apiserver.middleware import status_errors
+from services.apiserver.rest import setup_rest
+from services.apiserver.watchcache import WatchCache
+from store import keep_window, open_store
+from store.base import Store
+
+__all__ = ["make_app", "open_configured_store"]
+
+log = logging.getLogger(__name__)
+
+
+def open_configured_store(options: ServerOptions) -> Store:
+    """Open ``options.store_url``, creating the directory of a SQLite file if needed."""
+    url = options.store_url
+    if url.startswith("sqlite://"):
+        path = url[len("sqlite://") :].split("?", 1)[0]
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    return open_store(url)
+
+
+def make_app(
+    options: ServerOptions | None = None,
+    *,
+    store: Store | None = None,
+    registry: Registry = REGISTRY,
+) -> web.Application:
+    """The apiserver app over ``store`` (default: opened from ``options.store_url``)."""
+    options = options or ServerOptions()
+    store = store if store is not None else open_configured_store(options)
+    ctx = ApiContext(store=store, registry=registry, options=options)
+    for rt in registry:
+        if "watch" in rt.verbs or "list" in rt.verbs:
+            ctx.caches[(rt.group, rt.plural)] = WatchCache(
+                store,
+                rt,
+                capacity=options.watch_cache_capacity,
+                queue_size=options.watch_queue_size,
+            )
+    app = web.Application(middlewares=[status_errors], client_max_size=MAX_BODY_BYTES + 1)
+    app[CONTEXT] = ctx
+    app.cleanup_ctx.append(_store_lifetime)
+    app.cleanup_ctx.append(_bootstrap)
+    app.cleanup_ctx.append(_watch_caches)
+    app.cleanup_ctx.append(_compactor)
+    app.cleanup_ctx.append(_event_sweeper)
+    app.on_shutdown.append(_end_watches)
+    setup_health(app)
+    setup_discovery(app, registry)
+    setup_rest(app)
+    return app
+
+
+async def _store_lifetime(app: web.Application) -> AsyncIterator[None]:
+    yield
+    await app[CONTEXT].store.close()
+
+
+async def _bootstrap(app: web.Application) -> AsyncIterator[None]:
+    await ensure_namespaces(app[CONTEXT])
+    yield
+
+
+def _guarded(coro: Coroutine[Any, Any, Any], *, name: str) -> asyncio.Task[Any]:
+    """A named task whose unexpected end is logged loudly (it was meant to run forever)."""
+
+    def done(task: asyncio.Task[Any]) -> None:
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is not None:
+            log.error("background task %s died: %r", name, exc, exc_info=exc)
+        else:
+            log.error("background task %s returned; it was meant to run until shutdown", name)
+
+    task = asyncio.create_task(coro, name=name)
+    task.add_done_callback(done)
+    return task
+
+
+async def _cancel(tasks: list[asyncio.Task[Any]]) -> None:
+    for task in tasks:
+        task.cancel()
+    for task in tasks:
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+
+
+async def _watch_caches(app: web.Application) -> AsyncIterator[None]:
+    ctx = app[CONTEXT]
+    tasks = [
+        _guarded(cache.run(), name=f"watch-cache-{cache.rt.plural}")
+        for cache in ctx.caches.values()
+    ]
+    all_ready = asyncio.ensure_future(
+        asyncio.gather(*(cache.ready.wait() for cache in ctx.caches.values()))
+    )
+    done, _ = await asyncio.wait([all_ready, *tasks], return_when=asyncio.FIRST_COMPLETED)
+    if all_ready not in done:
+        all_ready.cancel()
+        await _cancel(tasks)
+        raise RuntimeError("a watch cache stopped before it had loaded; see the log above")
+    yield
+    for cache in ctx.caches.values():
+        cache.stop()
+    await _cancel(tasks)
+
+
+async def _end_watches(app: web.Application) -> None:
+    for cache in app[CONTEXT].caches.values():
+        cache.stop()
+
+
+async def _compactor(app: web.Application) -> AsyncIterator[None]:
+    options = app[CONTEXT].options
+    task = _guarded(
+        keep_window(
+            app[CONTEXT].store,
+            revisions=options.compaction_window,
+            interval=options.compaction_interval,
+        ),
+        name="store-compactor",
+    )
+    yield
+    await _cancel([task])
+
+
+async def _event_sweeper(app: web.Application) -> AsyncIterator[None]:
+    ctx = app[CONTEXT]
+    ttl = ctx.options.event_ttl
+    task = _guarded(
+        sweep_events(ctx, ttl=ttl, interval=min(60.0, ttl / 2)),
+        name="event-ttl-sweeper",
+    )
+    yield
+    await _cancel([task])

@@ -1,0 +1,85 @@
+"""What every request handler reaches for: the store, the registry, storages, watch caches, options.
+
+Why: handlers are plain functions of a request; this object, kept on the app under one typed
+``web.AppKey``, hands them the long-lived parts the app's cleanup contexts created (one
+``ObjectStorage`` and one ``WatchCache`` per resource type) without module globals.
+
+Limits: it owns nothing itself — ``app.py`` creates and tears down everything referenced here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from aiohttp import web
+
+from api.registry import Registry, ResourceType
+from services.apiserver.storage import ObjectStorage
+from services.apiserver.watchcache import DEFAULT_CAPACITY, DEFAULT_QUEUE, WatchCache
+from store.base import Store
+
+__all__ = ["CONTEXT", "ApiContext", "ServerOptions"]
+
+
+@dataclass(frozen=True, slots=True)
+class ServerOptions:
+    """The apiserver's settings, validated by ``main`` from the command line."""
+
+    store_url: str = "memory://"
+    state_dir: Path = Path(".kubelite")
+    bind_address: str = "127.0.0.1"
+    port: int = 8080
+    secure_port: int = 0
+    event_ttl: float = 3600.0
+    """Seconds an Event lives after its last write (``--event-ttl``, Kubernetes' default 1h)."""
+    compaction_window: int = 10_000
+    """Store revisions kept for watch resumption and paging (older ones are compacted)."""
+    compaction_interval: float = 300.0
+    watch_cache_capacity: int = DEFAULT_CAPACITY
+    watch_queue_size: int = DEFAULT_QUEUE
+    bookmark_interval: float = 5.0
+    """Seconds between BOOKMARK events on an idle watch that asked for them."""
+    min_request_timeout: float = 1800.0
+    """A watch without ``timeoutSeconds`` ends after 1-2x this many seconds, as in Kubernetes."""
+    immortal_namespaces: tuple[str, ...] = ("default", "kube-system", "kube-public")
+    initial_namespaces: tuple[str, ...] = (
+        "default",
+        "kube-system",
+        "kube-node-lease",
+        "kube-public",
+    )
+
+    def __post_init__(self) -> None:
+        if self.event_ttl <= 0 or self.compaction_window < 1 or self.compaction_interval <= 0:
+            raise ValueError("event TTL, compaction window and interval must be positive")
+        if self.watch_cache_capacity < 1 or self.watch_queue_size < 1:
+            raise ValueError("watch cache capacity and queue size must be positive")
+
+
+@dataclass
+class ApiContext:
+    store: Store
+    registry: Registry
+    options: ServerOptions
+    storages: dict[tuple[str, str], ObjectStorage] = field(default_factory=dict)
+    caches: dict[tuple[str, str], WatchCache] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for rt in self.registry:
+            self.storages[(rt.group, rt.plural)] = ObjectStorage(self.store, rt)
+
+    def storage(self, rt: ResourceType) -> ObjectStorage:
+        return self.storages[(rt.group, rt.plural)]
+
+    def cache(self, rt: ResourceType) -> WatchCache | None:
+        return self.caches.get((rt.group, rt.plural))
+
+    def resource(self, group: str, plural: str) -> ResourceType:
+        for rt in self.registry:
+            if rt.group == group and rt.plural == plural:
+                return rt
+        raise KeyError(f"{plural}.{group}")
+
+
+CONTEXT: web.AppKey[ApiContext] = web.AppKey("apiserver_context", ApiContext)

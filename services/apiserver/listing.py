@@ -1,0 +1,192 @@
+"""Lists: resourceVersion semantics, selectors, ``limit``/``continue`` paging, cache-served reads.
+
+Why: a list is where a client's view of the cluster starts (every reflector lists, then watches
+from the list's resourceVersion), so its revision must be exact and its pages consistent. The
+rules, as Kubernetes has them:
+
+* ``resourceVersion`` unset: the most recent state, read from the store (consistent).
+* ``resourceVersion=0``: any state — served from the watch cache, whole (``limit`` ignored).
+* ``resourceVersion=N`` (``NotOlderThan``, the default): a state at least as new as N — from the
+  cache when it has reached N, else from the store; N beyond the store's revision is a 504.
+* ``resourceVersionMatch=Exact`` (or ``limit`` with a non-zero N and no match): the state at
+  exactly N, from the store's history; 410 if that was compacted.
+* ``limit`` + ``continue``: every page is read at the first page's revision, so paging is
+  consistent; the token is opaque (``query.ContinueToken``) and 410s once compacted away.
+
+Selectors filter while paging: a page holds up to ``limit`` *matching* items.
+
+Limits: no ``remainingItemCount``; a continue token may lead to a last, empty page.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+from api.errors import Expired, Timeout
+from api.registry import ResourceType
+from services.apiserver.codec import JSON_CONTENT_TYPE, dumps
+from services.apiserver.context import ApiContext
+from services.apiserver.query import EXACT, ContinueToken, ListOptions, parse_revision
+from services.apiserver.tables import TABLE_CONTENT_TYPE, to_table, wants_table
+
+__all__ = ["ListResult", "list_objects", "parse_options", "serve"]
+
+Obj = dict[str, Any]
+
+_PAGE_FLOOR = 100
+"""Store rows read per round trip while filling a selector-filtered page."""
+
+
+@dataclass(frozen=True, slots=True)
+class ListResult:
+    objects: list[Obj]
+    revision: int
+    continue_token: str | None = None
+    encoded: list[bytes] | None = None
+    """Each object's JSON when it was already serialised (cache-served lists)."""
+
+
+def parse_options(request: web.Request, target: Any, *, name: str | None = None) -> ListOptions:
+    """The list/watch options of a request; a ``/watch/.../{name}`` path selects that name."""
+    query = request.query
+    if name is not None or target.watch_path:
+        q = query.copy()
+        if name is not None:
+            selector = q.get("fieldSelector", "")
+            q["fieldSelector"] = (
+                f"{selector},metadata.name={name}" if selector else f"metadata.name={name}"
+            )
+        q["watch"] = "true"
+        return ListOptions.parse(q, target.rt, namespace=target.namespace)
+    return ListOptions.parse(query, target.rt, namespace=target.namespace)
+
+
+async def _current_revision(ctx: ApiContext) -> int:
+    return await ctx.store.current_revision()
+
+
+async def list_objects(ctx: ApiContext, rt: ResourceType, opts: ListOptions) -> ListResult:
+    rv = opts.resource_version
+    predicate = opts.predicate
+    cache = ctx.cache(rt)
+    if opts.continue_token is None and rv:
+        wanted = parse_revision(rv)
+        exact = opts.resource_version_match == EXACT or (
+            opts.limit and wanted and not opts.resource_version_match
+        )
+        if (wanted and not exact) or rv == "0":
+            if wanted:
+                current = await _current_revision(ctx)
+                if wanted > current:
+                    raise Timeout(
+                        f"Too large resource version: {wanted}, current: {current}",
+                        retry_after_seconds=1,
+                    )
+            if cache is not None:
+                await cache.ready.wait()
+                if cache.revision >= wanted:
+                    events, revision = cache.snapshot(predicate)
+                    return ListResult(
+                        objects=[e.obj for e in events],
+                        revision=revision,
+                        encoded=[e.object_bytes() for e in events],
+                    )
+            return await _page(ctx, rt, opts, revision=0, start_after=None)
+        current = await _current_revision(ctx)
+        if wanted > current:
+            raise Timeout(
+                f"Too large resource version: {wanted}, current: {current}",
+                retry_after_seconds=1,
+            )
+        return await _page(ctx, rt, opts, revision=wanted, start_after=None)
+    if opts.continue_token is not None:
+        token = opts.continue_token
+        try:
+            return await _page(
+                ctx, rt, opts, revision=token.revision, start_after=token.start_after
+            )
+        except Expired:
+            raise Expired(
+                "The provided continue parameter is too old to display a consistent list result. "
+                "You can start a new list without the continue parameter."
+            ) from None
+    return await _page(ctx, rt, opts, revision=0, start_after=None)
+
+
+async def _page(
+    ctx: ApiContext,
+    rt: ResourceType,
+    opts: ListOptions,
+    *,
+    revision: int,
+    start_after: str | None,
+) -> ListResult:
+    """One page of matching objects read at ``revision`` (0: now)."""
+    storage = ctx.storage(rt)
+    predicate = opts.predicate
+    namespace = predicate.namespace
+    limit = opts.limit
+    if not limit:
+        page = await storage.list(namespace, revision=revision)
+        items = [o for o in page.items if predicate.matches(o)]
+        return ListResult(objects=items, revision=page.revision)
+    items: list[Obj] = []
+    start = start_after
+    read_at = revision
+    unfiltered = predicate.labels is None and predicate.fields is None
+    while True:
+        want = limit - len(items)
+        page = await storage.list(
+            namespace,
+            revision=read_at,
+            start_after=start,
+            limit=want if unfiltered else max(want, _PAGE_FLOOR),
+        )
+        read_at = page.revision
+        for i, obj in enumerate(page.items):
+            if not predicate.matches(obj):
+                continue
+            items.append(obj)
+            if len(items) == limit:
+                more = page.more or i + 1 < len(page.items)
+                token = None
+                if more:
+                    meta = obj["metadata"]
+                    key = rt.key(meta.get("namespace"), meta["name"])
+                    token = ContinueToken(revision=read_at, start_after=key).encode()
+                return ListResult(objects=items, revision=read_at, continue_token=token)
+        if not page.more:
+            return ListResult(objects=items, revision=read_at)
+        start = page.last_key
+
+
+def _list_body(rt: ResourceType, result: ListResult) -> bytes:
+    meta: dict[str, Any] = {"resourceVersion": str(result.revision)}
+    if result.continue_token:
+        meta["continue"] = result.continue_token
+    encoded = result.encoded if result.encoded is not None else [dumps(o) for o in result.objects]
+    head = b'{"kind":%s,"apiVersion":%s,"metadata":%s,"items":[' % (
+        dumps(rt.list_kind),
+        dumps(rt.api_version),
+        dumps(meta),
+    )
+    return head + b",".join(encoded) + b"]}"
+
+
+async def serve(
+    request: web.Request, ctx: ApiContext, rt: ResourceType, opts: ListOptions
+) -> web.Response:
+    result = await list_objects(ctx, rt, opts)
+    if wants_table(request.headers.get("Accept")):
+        table = to_table(
+            rt,
+            result.objects,
+            include_object=opts.include_object,
+            resource_version=str(result.revision),
+            continue_token=result.continue_token,
+        )
+        return web.Response(body=dumps(table), headers={"Content-Type": TABLE_CONTENT_TYPE})
+    return web.Response(body=_list_body(rt, result), headers={"Content-Type": JSON_CONTENT_TYPE})

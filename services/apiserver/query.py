@@ -1,0 +1,197 @@
+"""The query parameters of list, watch and delete requests, parsed and checked once.
+
+Why: ``watch``, ``resourceVersion``, ``resourceVersionMatch``, ``limit``, ``continue``,
+``timeoutSeconds``, ``allowWatchBookmarks`` and ``sendInitialEvents`` interact (a continue token
+forbids a resourceVersion, ``sendInitialEvents`` needs ``resourceVersionMatch=NotOlderThan`` ...).
+Kubernetes refuses the bad combinations with 400s; this module does the same in one place, and
+owns the continue token (opaque base64 JSON of the list revision and the last key returned).
+
+Limits: unknown parameters are ignored (``timeout``, ``fieldManager``, ``fieldValidation``,
+``pretty`` — accepted and without effect), as Kubernetes ignores parameters it does not use.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from dataclasses import dataclass
+
+from aiohttp import web
+from multidict import MultiMapping
+
+from api.errors import BadRequest
+from api.registry import ResourceType
+from services.apiserver.predicate import Predicate
+
+__all__ = [
+    "EXACT",
+    "NOT_OLDER_THAN",
+    "ContinueToken",
+    "ListOptions",
+    "parse_bool",
+    "parse_revision",
+]
+
+NOT_OLDER_THAN = "NotOlderThan"
+EXACT = "Exact"
+
+
+def parse_bool(raw: str | None, *, name: str) -> bool | None:
+    """Go's ``strconv.ParseBool``: 1/t/T/TRUE/true/True and 0/f/F/FALSE/false/False."""
+    if raw is None or raw == "":
+        return None
+    if raw in ("1", "t", "T", "TRUE", "true", "True"):
+        return True
+    if raw in ("0", "f", "F", "FALSE", "false", "False"):
+        return False
+    raise BadRequest(
+        f'invalid value for {name}: strconv.ParseBool: parsing "{raw}": invalid syntax'
+    )
+
+
+def _parse_int(raw: str | None, *, name: str) -> int | None:
+    if raw is None or raw == "":
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise BadRequest(
+            f'invalid value for {name}: strconv.ParseInt: parsing "{raw}": invalid syntax'
+        ) from None
+
+
+def parse_revision(raw: str) -> int:
+    """A resourceVersion as the store revision it names; 400 if it is not one of ours."""
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise BadRequest(f"invalid resource version: {raw!r}")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class ContinueToken:
+    revision: int
+    start_after: str
+
+    def encode(self) -> str:
+        raw = json.dumps({"v": "meta.k8s.io/v1", "rv": self.revision, "start": self.start_after})
+        return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+    @classmethod
+    def decode(cls, token: str) -> ContinueToken:
+        try:
+            padded = token + "=" * (-len(token) % 4)
+            data = json.loads(base64.urlsafe_b64decode(padded.encode()))
+            revision, start = int(data["rv"]), str(data["start"])
+        except (binascii.Error, ValueError, KeyError, TypeError, UnicodeDecodeError):
+            raise BadRequest("continue key is not valid: invalid continue token") from None
+        if revision < 1:
+            raise BadRequest("continue key is not valid: incorrect encoded start resourceVersion")
+        return cls(revision=revision, start_after=start)
+
+
+@dataclass(frozen=True, slots=True)
+class ListOptions:
+    predicate: Predicate
+    watch: bool = False
+    resource_version: str = ""
+    resource_version_match: str = ""
+    limit: int = 0
+    continue_token: ContinueToken | None = None
+    timeout_seconds: int | None = None
+    allow_watch_bookmarks: bool = False
+    send_initial_events: bool | None = None
+    include_object: str = "Metadata"
+
+    @classmethod
+    def from_request(
+        cls, request: web.Request, rt: ResourceType, *, namespace: str | None
+    ) -> ListOptions:
+        return cls.parse(request.query, rt, namespace=namespace)
+
+    @classmethod
+    def parse(
+        cls, query: MultiMapping[str], rt: ResourceType, *, namespace: str | None
+    ) -> ListOptions:
+        predicate = Predicate.parse(
+            rt,
+            namespace=namespace,
+            label_selector=query.get("labelSelector", ""),
+            field_selector=query.get("fieldSelector", ""),
+        )
+        watch = bool(parse_bool(query.get("watch"), name="watch"))
+        rv = query.get("resourceVersion", "")
+        match = query.get("resourceVersionMatch", "")
+        limit = _parse_int(query.get("limit"), name="limit") or 0
+        if limit < 0:
+            limit = 0
+        raw_continue = query.get("continue", "")
+        timeout = _parse_int(query.get("timeoutSeconds"), name="timeoutSeconds")
+        bookmarks = bool(parse_bool(query.get("allowWatchBookmarks"), name="allowWatchBookmarks"))
+        initial = parse_bool(query.get("sendInitialEvents"), name="sendInitialEvents")
+        include_object = query.get("includeObject", "Metadata") or "Metadata"
+        if include_object not in ("None", "Metadata", "Object"):
+            raise BadRequest(f'includeObject: Unsupported value: "{include_object}"')
+
+        if rv:
+            parse_revision(rv)
+        if match not in ("", NOT_OLDER_THAN, EXACT):
+            raise BadRequest(
+                f'resourceVersionMatch: Unsupported value: "{match}": supported values: '
+                '"Exact", "NotOlderThan"'
+            )
+        token: ContinueToken | None = None
+        if watch:
+            if match and not initial:
+                raise BadRequest(
+                    "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch "
+                    "unless sendInitialEvents is provided"
+                )
+            if initial is not None and match != NOT_OLDER_THAN:
+                raise BadRequest(
+                    "resourceVersionMatch: Forbidden: sendInitialEvents requires setting "
+                    "resourceVersionMatch to NotOlderThan"
+                )
+        else:
+            if initial is not None:
+                raise BadRequest(
+                    "sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list"
+                )
+            if match and not rv:
+                raise BadRequest(
+                    "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless "
+                    "resourceVersion is provided"
+                )
+            if match == EXACT and rv == "0":
+                raise BadRequest(
+                    'resourceVersionMatch: Forbidden: resourceVersionMatch "exact" is forbidden for '
+                    'resourceVersion "0"'
+                )
+            if raw_continue:
+                if rv and rv != "0":
+                    raise BadRequest(
+                        "resourceVersion: Forbidden: specifying resource version is not allowed "
+                        "when using continue"
+                    )
+                if match:
+                    raise BadRequest(
+                        "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden when "
+                        "continue is provided"
+                    )
+                token = ContinueToken.decode(raw_continue)
+        return cls(
+            predicate=predicate,
+            watch=watch,
+            resource_version=rv,
+            resource_version_match=match,
+            limit=limit,
+            continue_token=token,
+            timeout_seconds=timeout,
+            allow_watch_bookmarks=bookmarks,
+            send_initial_events=initial,
+            include_object=include_object,
+        )

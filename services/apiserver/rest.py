@@ -1,0 +1,298 @@
+"""The REST endpoints: Kubernetes paths and verbs mapped onto the typed storage.
+
+Why: every resource in the registry is served at the paths Kubernetes uses —
+``/api/v1/namespaces/{ns}/pods/{name}``, ``/apis/apps/v1/deployments`` (all namespaces),
+``/api/v1/nodes/{name}/status`` ... — with the same verbs and answers. This module resolves a
+path to (resource, namespace, name, subresource), checks the verb, and runs create, get,
+update and patch; lists and watches (``listing``, ``watch``), deletes (``deletion``) and
+subresources (``subresources``) live in their own modules.
+
+Contract of each write: body decoded (``codec``), kind/apiVersion/name/namespace checked against
+the URL (400), admission (namespace lifecycle), strategy (server-owned fields, status rules),
+defaults, validation (422), then one compare-and-swap write (``storage``). Reads answer JSON, or a
+``meta.k8s.io`` Table when the client asks for one (kubectl).
+
+Limits: ``dryRun`` runs everything but the write; ``fieldManager``/``fieldValidation`` are
+accepted and ignored; no server-side apply.
+"""
+
+from __future__ import annotations
+
+import copy
+import secrets
+import string
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+from api.errors import AlreadyExists
+from api.registry import ResourceType
+from services.apiserver import deletion, listing, subresources, watch
+from services.apiserver.admission import admit_create
+from services.apiserver.codec import read_object, read_patch
+from services.apiserver.context import CONTEXT, ApiContext
+from services.apiserver.handlers import (
+    apply_patch,
+    check_body_identity,
+    is_dry_run,
+    method_not_allowed,
+    no_route,
+    object_response,
+    require_verb,
+)
+from services.apiserver.strategy import (
+    allows_create_on_update,
+    default_object,
+    prepare_for_create,
+    prepare_for_update,
+    validate_object,
+)
+
+__all__ = ["Target", "create", "get", "patch", "resolve", "setup_rest", "update"]
+
+Obj = dict[str, Any]
+
+_GENERATE_ALPHABET = string.ascii_lowercase + string.digits
+_GENERATE_ATTEMPTS = 8
+"""generateName retries on a name collision before answering 409 (Kubernetes retries too)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What a request path addresses."""
+
+    rt: ResourceType
+    namespace: str | None
+    name: str | None
+    subresource: str | None
+    watch_path: bool = False
+    """``/api/v1/watch/...``: the deprecated watch prefix, same as ``?watch=true``."""
+
+
+def resolve(ctx: ApiContext, *, group: str, version: str, tail: str) -> Target:
+    """Path segments after ``/api/v1`` or ``/apis/{group}/{version}`` -> ``Target`` (or 404)."""
+    parts = tail.split("/")
+    if parts and parts[-1] == "":
+        parts.pop()
+    watch_path = False
+    if parts and parts[0] == "watch":
+        watch_path = True
+        parts = parts[1:]
+    if not parts or any(p == "" for p in parts):
+        raise no_route()
+
+    def lookup(plural: str) -> ResourceType | None:
+        return ctx.registry.get(group, version, plural)
+
+    # /namespaces/{ns}/{plural}[/{name}[/{sub}]] for namespaced kinds
+    if len(parts) >= 3 and parts[0] == "namespaces":
+        rt = lookup(parts[2])
+        if rt is not None and rt.namespaced:
+            if len(parts) > 5:
+                raise no_route()
+            return Target(
+                rt=rt,
+                namespace=parts[1],
+                name=parts[3] if len(parts) > 3 else None,
+                subresource=parts[4] if len(parts) > 4 else None,
+                watch_path=watch_path,
+            )
+    # /{plural}[/{name}[/{sub}]]: cluster-scoped kinds, or all namespaces (collection only)
+    rt = lookup(parts[0])
+    if rt is None or len(parts) > 3:
+        raise no_route()
+    if rt.namespaced and len(parts) > 1:
+        raise no_route()
+    return Target(
+        rt=rt,
+        namespace=None,
+        name=parts[1] if len(parts) > 1 else None,
+        subresource=parts[2] if len(parts) > 2 else None,
+        watch_path=watch_path,
+    )
+
+
+# -- handlers --------------------------------------------------------------------------------
+
+
+async def create(request: web.Request, ctx: ApiContext, target: Target) -> web.Response:
+    rt = target.rt
+    if rt.namespaced and target.namespace is None:
+        raise method_not_allowed()
+    body = await read_object(request)
+    if rt.group == "" and rt.kind == "Binding":
+        return await subresources.bind(request, ctx, target, body)
+    meta = check_body_identity(rt, body, namespace=target.namespace, name=None)
+    dry_run = is_dry_run(request)
+    generate = meta.get("generateName") if not meta.get("name") else None
+    for attempt in range(_GENERATE_ATTEMPTS if generate else 1):
+        obj = copy.deepcopy(body)
+        obj_meta = obj["metadata"]
+        if generate and isinstance(generate, str):
+            obj_meta["name"] = generate + "".join(
+                secrets.choice(_GENERATE_ALPHABET) for _ in range(5)
+            )
+        name = str(obj_meta.get("name") or "")
+        await admit_create(ctx, rt, namespace=target.namespace, name=name)
+        prepare_for_create(rt, obj)
+        default_object(rt, obj)
+        validate_object(rt, obj)
+        if dry_run:
+            return object_response(request, rt, obj, status=201)
+        try:
+            stored = await ctx.storage(rt).create(obj)
+        except AlreadyExists:
+            if generate and attempt + 1 < _GENERATE_ATTEMPTS:
+                continue
+            raise
+        return object_response(request, rt, stored, status=201)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+async def get(request: web.Request, ctx: ApiContext, target: Target) -> web.Response:
+    rt, name = target.rt, str(target.name)
+    obj: Obj | None = None
+    cache = ctx.cache(rt)
+    if request.query.get("resourceVersion") == "0" and cache is not None and cache.ready.is_set():
+        event = cache.lookup(rt.key(target.namespace, name))
+        if event is None:
+            raise ctx.storage(rt).not_found(name)
+        obj = event.obj
+    if obj is None:
+        obj = await ctx.storage(rt).get(target.namespace, name)
+    return object_response(request, rt, obj)
+
+
+async def update(request: web.Request, ctx: ApiContext, target: Target) -> web.Response:
+    rt, name = target.rt, str(target.name)
+    body = await read_object(request)
+    meta = check_body_identity(rt, body, namespace=target.namespace, name=name)
+    wanted_rv = str(meta.get("resourceVersion") or "")
+    storage = ctx.storage(rt)
+    dry_run = is_dry_run(request)
+    dry: list[Obj] = []
+
+    async def mutate(current: Obj) -> Obj:
+        current_rv = current["metadata"].get("resourceVersion")
+        if wanted_rv and wanted_rv != current_rv:
+            raise storage.conflict(name)
+        new = copy.deepcopy(body)
+        prepare_for_update(rt, new, current)
+        default_object(rt, new)
+        validate_object(rt, new, old=current)
+        if dry_run:
+            dry.append(new)
+            return current
+        return new
+
+    create_instead = None
+    if allows_create_on_update(rt):
+
+        async def create_instead() -> Obj:
+            if wanted_rv:
+                raise storage.not_found(name)
+            await admit_create(ctx, rt, namespace=target.namespace, name=name)
+            obj = copy.deepcopy(body)
+            prepare_for_create(rt, obj)
+            default_object(rt, obj)
+            validate_object(rt, obj)
+            return obj
+
+    result = await storage.guaranteed_update(
+        target.namespace, name, mutate, create=None if dry_run else create_instead
+    )
+    if dry:
+        return object_response(request, rt, dry[-1])
+    return object_response(request, rt, result.obj, status=201 if result.created else 200)
+
+
+async def patch(request: web.Request, ctx: ApiContext, target: Target) -> web.Response:
+    rt, name = target.rt, str(target.name)
+    patch_type, doc = await read_patch(request)
+    storage = ctx.storage(rt)
+    dry_run = is_dry_run(request)
+    dry: list[Obj] = []
+
+    async def mutate(current: Obj) -> Obj:
+        current_meta = current["metadata"]
+        new = apply_patch(rt, current, patch_type, doc)
+        new_meta = check_body_identity(rt, new, namespace=target.namespace, name=name)
+        wanted_rv = new_meta.get("resourceVersion")
+        if wanted_rv and wanted_rv != current_meta.get("resourceVersion"):
+            raise storage.conflict(name)
+        prepare_for_update(rt, new, current)
+        default_object(rt, new)
+        validate_object(rt, new, old=current)
+        if dry_run:
+            dry.append(new)
+            return current
+        return new
+
+    result = await storage.guaranteed_update(target.namespace, name, mutate)
+    return object_response(request, rt, dry[-1] if dry else result.obj)
+
+
+# -- routing ---------------------------------------------------------------------------------
+
+
+async def _dispatch(request: web.Request, target: Target) -> web.StreamResponse:
+    ctx = request.app[CONTEXT]
+    method = request.method
+    rt = target.rt
+    if target.subresource is not None:
+        return await subresources.dispatch(request, ctx, target)
+    if target.name is None:
+        if method == "GET":
+            opts = listing.parse_options(request, target)
+            if opts.watch:
+                require_verb(rt, "watch")
+                return await watch.serve(request, ctx, rt, opts)
+            require_verb(rt, "list")
+            return await listing.serve(request, ctx, rt, opts)
+        if method == "POST":
+            require_verb(rt, "create")
+            return await create(request, ctx, target)
+        if method == "DELETE":
+            require_verb(rt, "deletecollection")
+            if rt.namespaced and target.namespace is None:
+                raise method_not_allowed()
+            return await deletion.delete_collection(request, ctx, target.rt, target.namespace)
+        raise method_not_allowed()
+    if target.watch_path and method == "GET":
+        require_verb(rt, "watch")
+        opts = listing.parse_options(request, target, name=target.name)
+        return await watch.serve(request, ctx, rt, opts)
+    if method == "GET":
+        require_verb(rt, "get")
+        return await get(request, ctx, target)
+    if method == "PUT":
+        require_verb(rt, "update")
+        return await update(request, ctx, target)
+    if method == "PATCH":
+        require_verb(rt, "patch")
+        return await patch(request, ctx, target)
+    if method == "DELETE":
+        require_verb(rt, "delete")
+        return await deletion.delete(request, ctx, target.rt, target.namespace, target.name)
+    raise method_not_allowed()
+
+
+async def handle_core(request: web.Request) -> web.StreamResponse:
+    info = request.match_info
+    ctx = request.app[CONTEXT]
+    target = resolve(ctx, group="", version=info["version"], tail=info["tail"])
+    return await _dispatch(request, target)
+
+
+async def handle_group(request: web.Request) -> web.StreamResponse:
+    info = request.match_info
+    ctx = request.app[CONTEXT]
+    target = resolve(ctx, group=info["group"], version=info["version"], tail=info["tail"])
+    return await _dispatch(request, target)
+
+
+def setup_rest(app: web.Application) -> None:
+    """Register the resource routes (after discovery's, which own the bare group paths)."""
+    app.router.add_route("*", "/api/{version}/{tail:.+}", handle_core)
+    app.router.add_route("*", "/apis/{group}/{version}/{tail:.+}", handle_group)

@@ -1,0 +1,180 @@
+"""Per-kind rules for create, update and status update: what the server sets, keeps and checks.
+
+Why: Kubernetes' registry gives every kind a *strategy* — on create it fills in uid,
+creationTimestamp and generation and resets status where clients may not set it; on update it
+keeps what clients may not change (uid, creationTimestamp, deletionTimestamp, status when the
+kind has a status subresource) and bumps ``generation`` when the spec changes; a status update
+changes status alone. Handlers call these functions and never make those decisions themselves.
+
+What it owns: ``prepare_for_create``, ``prepare_for_update``, ``prepare_for_status_update``,
+``default_object`` (``api.defaults``), ``validate_object`` (``api.validation``'s shape and
+semantic rules as one 422 ``Invalid`` with field causes), and the kind facts handlers ask about (``allows_create_on_update``,
+``returns_deleted_object``, ``is_graceful``).
+
+Limits: kinds unknown to this module get the generic rules; there is no managedFields tracking
+and no field-level immutability beyond what ``api.validation`` checks.
+"""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from typing import Any
+
+from api.defaults import apply_defaults
+from api.errors import BadRequest, Invalid
+from api.meta import now_time
+from api.registry import ResourceType
+from api.validation import validate, validate_update
+
+__all__ = [
+    "allows_create_on_update",
+    "default_object",
+    "has_spec",
+    "is_graceful",
+    "prepare_for_create",
+    "prepare_for_status_update",
+    "prepare_for_update",
+    "returns_deleted_object",
+    "validate_object",
+]
+
+Obj = dict[str, Any]
+
+# Metadata only the server writes; an update keeps the stored values.
+_SYSTEM_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds")
+
+# Kinds whose REST storage answers DELETE with the object itself (ReturnDeletedObject upstream);
+# the others answer with a Status naming what was deleted.
+_RETURN_DELETED = {("", "Pod"), ("", "Namespace"), ("", "Service")}
+
+# Kinds a PUT may create (AllowCreateOnUpdate upstream).
+_CREATE_ON_UPDATE = {("", "Event"), ("coordination.k8s.io", "Lease"), ("", "Endpoints")}
+
+# Kinds whose create keeps the status the client sent (a kubelet registers its Node with status).
+_STATUS_ON_CREATE = {("", "Node"), ("", "Event")}
+
+
+def has_spec(rt: ResourceType) -> bool:
+    return "spec" in rt.model.model_fields
+
+
+def allows_create_on_update(rt: ResourceType) -> bool:
+    return (rt.group, rt.kind) in _CREATE_ON_UPDATE
+
+
+def returns_deleted_object(rt: ResourceType) -> bool:
+    return (rt.group, rt.kind) in _RETURN_DELETED
+
+
+def is_graceful(rt: ResourceType) -> bool:
+    """Pods are deleted in two steps (deletionTimestamp first, the kubelet confirms)."""
+    return rt.group == "" and rt.kind == "Pod"
+
+
+def _meta(obj: Obj) -> dict[str, Any]:
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        meta = obj["metadata"] = {}
+    return meta
+
+
+def prepare_for_create(rt: ResourceType, obj: Obj) -> None:
+    """Fill in what the server owns on a new object (name and namespace are already set)."""
+    meta = _meta(obj)
+    if meta.pop("resourceVersion", None):
+        raise BadRequest("resourceVersion should not be set on objects to be created")
+    meta["uid"] = str(uuid.uuid4())
+    meta["creationTimestamp"] = now_time()
+    for key in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink", "managedFields"):
+        meta.pop(key, None)
+    if has_spec(rt):
+        meta["generation"] = 1
+    else:
+        meta.pop("generation", None)
+    kind = (rt.group, rt.kind)
+    if kind == ("", "Namespace"):
+        spec = obj.setdefault("spec", {})
+        finalizers = list(spec.get("finalizers") or [])
+        if "kubernetes" not in finalizers:
+            finalizers.append("kubernetes")
+        spec["finalizers"] = finalizers
+        obj["status"] = {"phase": "Active"}
+    elif kind == ("", "Pod"):
+        obj["status"] = {}  # defaulting sets phase Pending and the QoS class
+    elif rt.has_status and kind not in _STATUS_ON_CREATE:
+        obj["status"] = {}
+
+
+def prepare_for_update(rt: ResourceType, new: Obj, old: Obj) -> None:
+    """Make ``new`` (a client's PUT/PATCH result) keep what the client may not change."""
+    meta, old_meta = _meta(new), _meta(old)
+    for key in _SYSTEM_META:
+        if key in old_meta:
+            meta[key] = old_meta[key]
+        else:
+            meta.pop(key, None)
+    meta.pop("selfLink", None)
+    meta["namespace"] = old_meta.get("namespace")
+    if meta["namespace"] is None:
+        meta.pop("namespace")
+    if old_meta.get("deletionTimestamp"):
+        added = set(meta.get("finalizers") or []) - set(old_meta.get("finalizers") or [])
+        if added:
+            raise Invalid.of(
+                rt.kind,
+                str(old_meta.get("name")),
+                [
+                    {
+                        "reason": "FieldValueForbidden",
+                        "message": "Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers "
+                        + repr(sorted(added)),
+                        "field": "metadata.finalizers",
+                    }
+                ],
+                group=rt.group,
+            )
+    if rt.has_status:
+        if "status" in old:
+            new["status"] = copy.deepcopy(old["status"])
+        else:
+            new.pop("status", None)
+    if (rt.group, rt.kind) == ("", "Namespace"):
+        # spec.finalizers change only through .../finalize
+        new["spec"] = copy.deepcopy(old.get("spec") or {})
+    if has_spec(rt):
+        generation = int(old_meta.get("generation") or 1)
+        if new.get("spec") != old.get("spec"):
+            generation += 1
+        meta["generation"] = generation
+    else:
+        meta.pop("generation", None)
+
+
+def prepare_for_status_update(rt: ResourceType, new: Obj, old: Obj) -> Obj:
+    """The stored object with only its status taken from ``new``."""
+    out = copy.deepcopy(old)
+    if "status" in new:
+        out["status"] = copy.deepcopy(new["status"])
+    else:
+        out.pop("status", None)
+    if (rt.group, rt.kind) == ("", "Pod") and "status" in out:
+        # qosClass is computed from the spec and cannot be changed
+        qos = (old.get("status") or {}).get("qosClass")
+        if qos is not None:
+            out["status"]["qosClass"] = qos
+    return out
+
+
+def default_object(rt: ResourceType, obj: Obj) -> None:
+    """Apply Kubernetes' defaults (``restartPolicy: Always``, ``dnsPolicy`` ...) in place."""
+    apply_defaults(rt.kind, obj)
+
+
+def validate_object(rt: ResourceType, obj: Obj, *, old: Obj | None = None) -> None:
+    """422 ``Invalid`` naming every bad field (``api.validation``), or nothing."""
+    causes = validate(rt, obj) if old is None else validate_update(rt, obj, old)
+    if causes:
+        meta = _meta(obj)
+        name = str(meta.get("name") or meta.get("generateName") or "")
+        raise Invalid.of(rt.kind, name, causes, group=rt.group)

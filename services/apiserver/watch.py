@@ -1,0 +1,225 @@
+"""Watch over HTTP: a chunked stream of ``{"type", "object"}`` lines, as Kubernetes sends them.
+
+Why: components stay in sync by watching (list, then watch from the list's resourceVersion), so
+the stream must start at exactly the right revision, resume without gaps, end when asked, and
+tell the client when its resourceVersion is too old (an ``ERROR`` event with a 410 ``Expired``
+Status, after which client-go relists).
+
+Where a watch starts (``resourceVersion``):
+* unset: synthetic ADDED events for the current state, read from the store, then changes;
+* ``0``: the same, from the watch cache's state;
+* ``N``: only changes after N — from the cache's ring, or from the store's history
+  (``StoreFeed``) when N is older than the ring; 410 once the store compacted N away.
+``sendInitialEvents=true`` (with ``resourceVersionMatch=NotOlderThan``) sends the state first and
+then a BOOKMARK annotated ``k8s.io/initial-events-end: "true"``. ``allowWatchBookmarks`` adds a
+BOOKMARK every ``bookmark_interval`` seconds of quiet. ``timeoutSeconds`` (default: 1-2x
+``min_request_timeout``, as Kubernetes) ends the stream cleanly.
+
+Each batch of ready events is written (and flushed) with one write; the serialised frames come
+from the watch cache, so a thousand watchers of one event cost one ``json.dumps``. Clients that
+asked for Tables (kubectl ``get -w``) get each object as a one-row Table instead.
+
+Limits: a closed client is noticed on the next write or within ``bookmark_interval`` seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from typing import Any
+
+from aiohttp import web
+
+from api.errors import StatusError
+from api.registry import ResourceType
+from services.apiserver.codec import JSON_CONTENT_TYPE, dumps
+from services.apiserver.context import ApiContext
+from services.apiserver.query import ListOptions, parse_revision
+from services.apiserver.tables import TABLE_CONTENT_TYPE, to_table, wants_table
+from services.apiserver.watchcache import (
+    INITIAL_EVENTS_END,
+    CacheEvent,
+    Delivery,
+    StoreFeed,
+    Watcher,
+    WatcherClosed,
+)
+
+__all__ = ["bookmark_frame", "open_watch", "serve"]
+
+log = logging.getLogger(__name__)
+
+INITIAL_EVENTS_ANNOTATION = "k8s.io/initial-events-end"
+
+
+def bookmark_frame(rt: ResourceType, revision: int, *, initial_end: bool = False) -> bytes:
+    meta: dict[str, Any] = {"resourceVersion": str(revision)}
+    if initial_end:
+        meta["annotations"] = {INITIAL_EVENTS_ANNOTATION: "true"}
+    obj = {"kind": rt.kind, "apiVersion": rt.api_version, "metadata": meta}
+    return b'{"type":"BOOKMARK","object":%s}\n' % dumps(obj)
+
+
+def error_frame(error: StatusError) -> bytes:
+    return b'{"type":"ERROR","object":%s}\n' % dumps(error.to_status())
+
+
+class _Source:
+    """A watcher plus, when it is fed from the store rather than the cache, its feed."""
+
+    def __init__(self, watcher: Watcher, *, feed: StoreFeed | None, start: int) -> None:
+        self.watcher = watcher
+        self.feed = feed
+        self.start = start
+
+    def progress(self, cache_revision: int) -> int:
+        """A revision every event up to which has been handed to this watcher."""
+        if self.feed is not None:
+            return self.feed.after
+        return max(cache_revision, self.watcher.after)
+
+    def close(self) -> None:
+        self.watcher.close("the watch ended")
+        if self.feed is not None:
+            self.feed.stop()
+
+
+async def open_watch(ctx: ApiContext, rt: ResourceType, opts: ListOptions) -> _Source:
+    """Register a watcher that starts where ``opts`` says (see the module docstring)."""
+    cache = ctx.cache(rt)
+    assert cache is not None, f"no watch cache for {rt.plural}"
+    await cache.ready.wait()
+    predicate = opts.predicate
+    rv = opts.resource_version
+    send_initial = opts.send_initial_events
+    if send_initial is None:
+        send_initial = rv in ("", "0")
+    marker = bool(opts.send_initial_events)
+    if send_initial:
+        wanted = parse_revision(rv) if rv else 0
+        if rv and cache.revision >= wanted:
+            watcher = cache.watch_from_state(predicate, initial_end_marker=marker)
+            return _Source(watcher, feed=None, start=watcher.after)
+        page = await ctx.storage(rt).list(predicate.namespace)
+        initial: list[Delivery] = [
+            Delivery("ADDED", CacheEvent.synthetic(obj, key=_key(rt, obj)))
+            for obj in page.items
+            if predicate.matches(obj)
+        ]
+        if marker:
+            initial.append(INITIAL_EVENTS_END)
+        return _start_after(ctx, rt, opts, after=page.revision, initial=initial)
+    after = parse_revision(rv) if rv else await ctx.store.current_revision()
+    return _start_after(ctx, rt, opts, after=after, initial=[])
+
+
+def _key(rt: ResourceType, obj: dict[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    return rt.key(meta.get("namespace"), str(meta.get("name")))
+
+
+def _start_after(
+    ctx: ApiContext,
+    rt: ResourceType,
+    opts: ListOptions,
+    *,
+    after: int,
+    initial: list[Delivery],
+) -> _Source:
+    cache = ctx.cache(rt)
+    assert cache is not None
+    watcher = cache.watch_from(opts.predicate, after=after, initial=initial)
+    if watcher is not None:
+        return _Source(watcher, feed=None, start=after)
+    watcher = Watcher(opts.predicate, after=after, backlog=initial, capacity=cache.queue_size)
+    feed = StoreFeed(ctx.store, rt, watcher, after=after)
+    feed.start()
+    return _Source(watcher, feed=feed, start=after)
+
+
+class _Renderer:
+    """Deliveries to bytes: the cache's shared frames, or one-row Tables for kubectl."""
+
+    def __init__(self, rt: ResourceType, opts: ListOptions, *, table: bool) -> None:
+        self.rt = rt
+        self.opts = opts
+        self.table = table
+        self.headers_sent = False
+
+    def frame(self, delivery: Delivery) -> bytes:
+        if not self.table:
+            return delivery.frame()
+        assert delivery.event is not None
+        obj = delivery.event.object_for(from_prev=delivery.from_prev)
+        table = to_table(
+            self.rt,
+            [obj],
+            include_object=self.opts.include_object,
+            resource_version=str((obj.get("metadata") or {}).get("resourceVersion") or ""),
+            with_headers=not self.headers_sent,
+        )
+        self.headers_sent = True
+        return b'{"type":"%s","object":%s}\n' % (delivery.type.encode(), dumps(table))
+
+
+async def serve(
+    request: web.Request, ctx: ApiContext, rt: ResourceType, opts: ListOptions
+) -> web.StreamResponse:
+    options = ctx.options
+    table = wants_table(request.headers.get("Accept"))
+    source = await open_watch(ctx, rt, opts)
+    cache = ctx.cache(rt)
+    assert cache is not None
+    loop = asyncio.get_running_loop()
+    if opts.timeout_seconds is not None and opts.timeout_seconds > 0:
+        lifetime = float(opts.timeout_seconds)
+    else:
+        lifetime = options.min_request_timeout * (1 + random.random())
+    deadline = loop.time() + lifetime
+    renderer = _Renderer(rt, opts, table=table)
+    response = web.StreamResponse(
+        status=200,
+        headers={"Content-Type": TABLE_CONTENT_TYPE if table else JSON_CONTENT_TYPE},
+    )
+    response.enable_chunked_encoding()
+    try:
+        await response.prepare(request)
+        next_bookmark = loop.time() + options.bookmark_interval
+        while True:
+            now = loop.time()
+            if now >= deadline:
+                break
+            wait = min(deadline - now, max(0.0, next_bookmark - now))
+            try:
+                batch = await source.watcher.next_batch(max_wait=wait)
+            except StatusError as err:
+                await response.write(error_frame(err))
+                break
+            except WatcherClosed:
+                break
+            if batch:
+                frames = []
+                for delivery in batch:
+                    if delivery is INITIAL_EVENTS_END:
+                        frames.append(bookmark_frame(rt, source.start, initial_end=True))
+                    else:
+                        frames.append(renderer.frame(delivery))
+                await response.write(b"".join(frames))
+                continue
+            if loop.time() >= next_bookmark:
+                transport = request.transport
+                if transport is None or transport.is_closing():
+                    break  # the client went away while the watch was quiet
+                if opts.allow_watch_bookmarks:
+                    await response.write(bookmark_frame(rt, source.progress(cache.revision)))
+                next_bookmark = loop.time() + options.bookmark_interval
+    except (ConnectionResetError, ConnectionError):
+        log.debug("watch of %s: client disconnected", rt.plural)
+        return response
+    finally:
+        source.close()
+    with contextlib.suppress(ConnectionResetError, ConnectionError):
+        await response.write_eof()
+    return response

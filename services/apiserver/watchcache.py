@@ -1,0 +1,487 @@
+"""The watch cache: one store watch per resource, a ring of recent events, fan-out to watchers.
+
+Why: every component watches the apiserver, and a thousand kubelets watching pods must not mean
+a thousand store watches each decoding every pod write. Kubernetes' *cacher* solves this and so
+does this module: one store watch per resource feeds an in-memory cache that keeps
+
+* the **current state** (key -> latest event), which serves ``resourceVersion=0`` lists and the
+  synthetic ADDED events a watch starts with;
+* a **ring buffer** of the last ``capacity`` events, so a watch resuming from a recent
+  resourceVersion is replayed from memory;
+* the **watchers**, each with its own predicate and a bounded queue. Each event is decoded and
+  serialised once (``CacheEvent.frame``) and only offered to the watchers that can match it: a
+  watcher with an exact ``spec.nodeName=X`` (or ``metadata.name``, or namespace) requirement is
+  filed under that value, so a pod event touches only the watchers of its old and new node.
+
+A watcher whose queue fills up (a client that cannot keep up) is closed, not waited for: its
+client re-watches from the last resourceVersion it saw. A watch from before the ring's window is
+fed by its own store watch (``StoreFeed``) instead, which fails with 410 ``Expired`` once the
+store has compacted that history away.
+
+On start the cache loads the current state; a client resuming after an apiserver restart from
+a resourceVersion older than that is served by a ``StoreFeed`` from the store's history (or gets
+410 if the store compacted it), and joins the cache on its next re-watch.
+
+Limits: bookmarks carry the cache's last event revision for this resource (there is no
+store-wide progress notification); events are held in memory (``capacity`` per resource).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from api.errors import Expired, StatusError
+from api.registry import ResourceType
+from services.apiserver.codec import dumps
+from services.apiserver.predicate import INDEX_PREFERENCE, Predicate
+from services.apiserver.storage import decode, too_old
+from store.base import Compacted, Event, Store, StoreClosed, WatchOverflow
+
+__all__ = [
+    "CacheEvent",
+    "Delivery",
+    "StoreFeed",
+    "WatchCache",
+    "Watcher",
+    "WatcherClosed",
+]
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+
+DEFAULT_CAPACITY = 10_000
+"""Events kept per resource: resuming watches within the last 10k writes replay from memory."""
+
+DEFAULT_QUEUE = 1_000
+"""Events one watcher may have unsent before it is closed as too slow."""
+
+_RETRY_DELAY = 1.0
+
+
+class CacheEvent:
+    """One change of one object, decoded once, serialised at most once per event type."""
+
+    __slots__ = ("_bytes", "_frames", "_prev_bytes", "key", "obj", "prev", "revision", "type")
+
+    def __init__(self, *, type: str, key: str, obj: Obj, prev: Obj | None, revision: int) -> None:
+        self.type = type
+        self.key = key
+        self.obj = obj
+        self.prev = prev
+        self.revision = revision
+        self._bytes: bytes | None = None
+        self._prev_bytes: bytes | None = None
+        self._frames: dict[tuple[str, bool], bytes] = {}
+
+    @classmethod
+    def from_store(cls, event: Event) -> CacheEvent:
+        obj = decode(event.kv)
+        prev = decode(event.prev) if event.prev is not None else None
+        return cls(
+            type=event.type.value, key=event.kv.key, obj=obj, prev=prev, revision=event.revision
+        )
+
+    @classmethod
+    def synthetic(cls, obj: Obj, *, key: str) -> CacheEvent:
+        """An ADDED for an object that already exists (the start of a watch)."""
+        rv = int((obj.get("metadata") or {}).get("resourceVersion") or 0)
+        return cls(type="ADDED", key=key, obj=obj, prev=None, revision=rv)
+
+    def object_bytes(self, *, from_prev: bool = False) -> bytes:
+        """The object's JSON; ``from_prev``: the previous state stamped with this revision."""
+        if from_prev and self.prev is not None and self.type != "DELETED":
+            if self._prev_bytes is None:
+                prev = json.loads(dumps(self.prev))
+                prev.setdefault("metadata", {})["resourceVersion"] = str(self.revision)
+                self._prev_bytes = dumps(prev)
+            return self._prev_bytes
+        if self._bytes is None:
+            self._bytes = dumps(self.obj)
+        return self._bytes
+
+    def object_for(self, *, from_prev: bool) -> Obj:
+        """The object a delivery carries, as a dict (for Table output)."""
+        if from_prev and self.prev is not None and self.type != "DELETED":
+            prev: Obj = json.loads(self.object_bytes(from_prev=True))
+            return prev
+        return self.obj
+
+    def frame(self, etype: str, *, from_prev: bool = False) -> bytes:
+        """``{"type": etype, "object": ...}`` plus newline, cached per (type, source)."""
+        frame = self._frames.get((etype, from_prev))
+        if frame is None:
+            frame = b'{"type":"%s","object":%s}\n' % (
+                etype.encode(),
+                self.object_bytes(from_prev=from_prev),
+            )
+            self._frames[(etype, from_prev)] = frame
+        return frame
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """What a watcher sends for one event: a type and which state of the object it carries."""
+
+    type: str
+    event: CacheEvent | None
+    from_prev: bool = False
+
+    def frame(self) -> bytes:
+        assert self.event is not None
+        return self.event.frame(self.type, from_prev=self.from_prev)
+
+
+INITIAL_EVENTS_END = Delivery("INITIAL_EVENTS_END", None)
+"""Marker after the synthetic ADDED events of a ``sendInitialEvents`` watch."""
+
+
+def decide(predicate: Predicate, event: CacheEvent) -> Delivery | None:
+    """What a watcher with ``predicate`` sees of ``event`` (Kubernetes' cacheWatcher rules).
+
+    Starts matching -> ADDED; keeps matching -> the event's type; stops matching -> DELETED
+    carrying the previous state at this revision; never matched -> nothing.
+    """
+    if event.type == "DELETED":
+        return Delivery("DELETED", event) if predicate.matches(event.obj) else None
+    now = predicate.matches(event.obj)
+    before = event.prev is not None and predicate.matches(event.prev)
+    if now:
+        return Delivery("MODIFIED" if before else "ADDED", event)
+    if before:
+        return Delivery("DELETED", event, from_prev=True)
+    return None
+
+
+class WatcherClosed(Exception):
+    """The watch ended on the server side; ``reason`` says why."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Watcher:
+    """One client watch: a predicate, a backlog to send first, then a bounded live queue."""
+
+    def __init__(
+        self,
+        predicate: Predicate,
+        *,
+        after: int,
+        backlog: Iterable[Delivery | CacheEvent] = (),
+        capacity: int = DEFAULT_QUEUE,
+    ) -> None:
+        self.predicate = predicate
+        self.after = after
+        """Live events at or below this revision are not for this watcher."""
+        self.capacity = capacity
+        self._backlog: deque[Delivery | CacheEvent] = deque(backlog)
+        """Sent first: decided deliveries as they are, raw events through the predicate."""
+        self._queue: deque[Delivery] = deque()
+        self._wakeup = asyncio.Event()
+        if self._backlog:
+            self._wakeup.set()
+        self._closed: str | None = None
+        self._error: StatusError | None = None
+        self.on_close: list[Any] = []
+
+    @property
+    def closed(self) -> bool:
+        return self._closed is not None
+
+    def offer(self, event: CacheEvent) -> None:
+        """Called by the feeder for every event this watcher may care about."""
+        if self._closed is not None or event.revision <= self.after:
+            return
+        delivery = decide(self.predicate, event)
+        if delivery is None:
+            return
+        if len(self._queue) >= self.capacity:
+            self.close("the watcher fell behind; it may resume from its last resourceVersion")
+            return
+        self._queue.append(delivery)
+        self._wakeup.set()
+
+    def fail(self, error: StatusError) -> None:
+        """End the watch with an ERROR event carrying ``error``'s Status."""
+        if self._closed is None:
+            self._error = error
+            self.close(error.message)
+
+    def close(self, reason: str) -> None:
+        if self._closed is None:
+            self._closed = reason
+            self._wakeup.set()
+            for callback in self.on_close:
+                callback(self)
+            self.on_close.clear()
+
+    async def next_batch(self, *, max_wait: float) -> list[Delivery]:
+        """Everything ready to send ([] when ``max_wait`` seconds pass first).
+
+        Raises ``StatusError`` when the watch ends with an error event, ``WatcherClosed`` when
+        it ends without one (after the events queued before the close have been handed out).
+        """
+        if not self._backlog and not self._queue and self._closed is None:
+            self._wakeup.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wakeup.wait(), max_wait)
+        if self._backlog:
+            batch: list[Delivery] = []
+            while self._backlog and len(batch) < 500:
+                item = self._backlog.popleft()
+                if isinstance(item, Delivery):
+                    batch.append(item)
+                elif (decided := decide(self.predicate, item)) is not None:
+                    batch.append(decided)
+            return batch
+        if self._queue:
+            batch = list(self._queue)
+            self._queue.clear()
+            return batch
+        if self._error is not None:
+            raise self._error
+        if self._closed is not None:
+            raise WatcherClosed(self._closed)
+        return []
+
+
+@dataclass
+class _Index:
+    """Watchers filed by the value of one field."""
+
+    field: str
+    by_value: dict[str, set[Watcher]] = field(default_factory=dict)
+
+
+class WatchCache:
+    """The cache of one resource type. ``run`` is its feeding task; see the module docstring."""
+
+    def __init__(
+        self,
+        store: Store,
+        rt: ResourceType,
+        *,
+        capacity: int = DEFAULT_CAPACITY,
+        queue_size: int = DEFAULT_QUEUE,
+    ) -> None:
+        self.store = store
+        self.rt = rt
+        self.capacity = capacity
+        self.queue_size = queue_size
+        self.revision = 0
+        """The revision of the last event applied (or the revision the state was loaded at)."""
+        self.window_start = 0
+        """The ring holds every event of this resource with revision > window_start."""
+        self.ready = asyncio.Event()
+        self._state: dict[str, CacheEvent] = {}
+        self._ring: deque[CacheEvent] = deque()
+        self._unindexed: set[Watcher] = set()
+        self._indexes: dict[str, _Index] = {f: _Index(f) for f in INDEX_PREFERENCE}
+        self._stopped = False
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def snapshot(self, predicate: Predicate) -> tuple[list[CacheEvent], int]:
+        """Current matching objects (their latest events, in key order) and the cache revision."""
+        events = [e for _, e in sorted(self._state.items()) if predicate.matches(e.obj)]
+        return events, self.revision
+
+    def lookup(self, key: str) -> CacheEvent | None:
+        """The latest event of a live object (its ``obj`` is the current state), or None."""
+        return self._state.get(key)
+
+    @property
+    def watcher_count(self) -> int:
+        n = len(self._unindexed)
+        for index in self._indexes.values():
+            n += sum(len(s) for s in index.by_value.values())
+        return n
+
+    # -- watchers ----------------------------------------------------------------------------
+
+    def watch_from_state(
+        self, predicate: Predicate, *, initial_end_marker: bool = False
+    ) -> Watcher:
+        """Synthetic ADDED for the current state, then every change after it."""
+        events, revision = self.snapshot(predicate)
+        backlog: list[Delivery | CacheEvent] = [Delivery("ADDED", e) for e in events]
+        if initial_end_marker:
+            backlog.append(INITIAL_EVENTS_END)
+        watcher = Watcher(predicate, after=revision, backlog=backlog, capacity=self.queue_size)
+        return self._register(watcher)
+
+    def watch_from(
+        self,
+        predicate: Predicate,
+        *,
+        after: int,
+        initial: Iterable[Delivery] = (),
+    ) -> Watcher | None:
+        """Every change after revision ``after`` (``initial`` deliveries first).
+
+        None if the ring no longer reaches back that far (use a ``StoreFeed``)."""
+        if after < self.window_start:
+            return None
+        backlog: list[Delivery | CacheEvent] = list(initial)
+        backlog.extend(e for e in self._ring if e.revision > after)
+        watcher = Watcher(
+            predicate,
+            after=max(after, self.revision),
+            backlog=backlog,
+            capacity=self.queue_size,
+        )
+        return self._register(watcher)
+
+    def _register(self, watcher: Watcher) -> Watcher:
+        index = watcher.predicate.index
+        if index is not None and index[0] in self._indexes:
+            bucket = self._indexes[index[0]].by_value.setdefault(index[1], set())
+            bucket.add(watcher)
+        else:
+            self._unindexed.add(watcher)
+        watcher.on_close.append(self._unregister)
+        if self._stopped:
+            watcher.close("the apiserver is shutting down")
+        return watcher
+
+    def _unregister(self, watcher: Watcher) -> None:
+        index = watcher.predicate.index
+        if index is not None and index[0] in self._indexes:
+            by_value = self._indexes[index[0]].by_value
+            bucket = by_value.get(index[1])
+            if bucket is not None:
+                bucket.discard(watcher)
+                if not bucket:
+                    del by_value[index[1]]
+        else:
+            self._unindexed.discard(watcher)
+
+    def close_all(self, reason: str) -> None:
+        watchers = list(self._unindexed)
+        for index in self._indexes.values():
+            for bucket in index.by_value.values():
+                watchers.extend(bucket)
+        for watcher in watchers:
+            watcher.close(reason)
+
+    def stop(self) -> None:
+        self._stopped = True
+        self.close_all("the apiserver is shutting down")
+
+    # -- feeding -----------------------------------------------------------------------------
+
+    def apply(self, event: CacheEvent) -> None:
+        """Record one event and offer it to the watchers that may match it."""
+        if event.type == "DELETED":
+            self._state.pop(event.key, None)
+        else:
+            self._state[event.key] = event
+        self._ring.append(event)
+        if len(self._ring) > self.capacity:
+            self.window_start = self._ring.popleft().revision
+        self.revision = event.revision
+        for watcher in list(self._unindexed):
+            watcher.offer(event)
+        for index in self._indexes.values():
+            if not index.by_value:
+                continue
+            values = {self.rt.field_value(event.obj, index.field)}
+            if event.prev is not None:
+                values.add(self.rt.field_value(event.prev, index.field))
+            for value in values:
+                bucket = index.by_value.get(value or "")
+                if bucket:
+                    for watcher in list(bucket):
+                        watcher.offer(event)
+
+    async def _load(self) -> None:
+        """The current state, read at one revision; the ring starts empty from there."""
+        result = await self.store.list(self.rt.prefix())
+        self._state = {kv.key: CacheEvent.synthetic(decode(kv), key=kv.key) for kv in result.items}
+        self._ring.clear()
+        self.revision = self.window_start = result.revision
+
+    async def run(self) -> None:
+        """The feeding loop (a named task owned by the app). Returns when the store closes."""
+        loaded = False
+        while not self._stopped:
+            try:
+                if not loaded:
+                    await self._load()
+                    loaded = True
+                    self.ready.set()
+                async for event in self.store.watch(self.rt.prefix(), after_revision=self.revision):
+                    self.apply(CacheEvent.from_store(event))
+            except WatchOverflow:
+                log.warning(
+                    "watch cache %s fell behind the store; re-watching from %d",
+                    self.rt.plural,
+                    self.revision,
+                )
+            except Compacted as exc:
+                log.warning(
+                    "watch cache %s: %s; reloading and closing its watchers (they will resume)",
+                    self.rt.plural,
+                    exc,
+                )
+                self.close_all("the watch cache was reloaded")
+                loaded = False
+            except StoreClosed:
+                log.info("watch cache %s: store closed; stopping", self.rt.plural)
+                break
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception(
+                    "watch cache %s failed; will retry in %.0f s", self.rt.plural, _RETRY_DELAY
+                )
+                await asyncio.sleep(_RETRY_DELAY)
+        self.stop()
+
+
+class StoreFeed:
+    """Feeds one watcher from its own store watch (a resume from before the ring's window)."""
+
+    def __init__(self, store: Store, rt: ResourceType, watcher: Watcher, *, after: int) -> None:
+        self.store = store
+        self.rt = rt
+        self.watcher = watcher
+        self.after = after
+        self.task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        name = f"watch-store-feed-{self.rt.plural}-{self.after}"
+        self.task = asyncio.create_task(self._run(), name=name)
+        self.watcher.on_close.append(lambda _w: self.stop())
+
+    def stop(self) -> None:
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+
+    async def _run(self) -> None:
+        try:
+            async for event in self.store.watch(self.rt.prefix(), after_revision=self.after):
+                self.watcher.offer(CacheEvent.from_store(event))
+                self.after = event.revision
+                if self.watcher.closed:
+                    return
+        except Compacted as exc:
+            self.watcher.fail(too_old(exc.requested, exc.compacted))
+        except WatchOverflow:
+            self.watcher.close("the watch fell behind the store; resume from its last revision")
+        except StoreClosed:
+            self.watcher.close("the store closed")
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # pragma: no cover - logged, watcher ends
+            log.exception("store-fed watch of %s failed", self.rt.plural)
+            self.watcher.fail(Expired(f"watch ended: {exc}"))
