@@ -69,6 +69,10 @@ COMPACT_BATCH: Final = 500
 """Rows deleted per compaction transaction: short enough that writers queued behind a batch
 wait milliseconds, not the length of the whole compaction."""
 
+COMPACT_SPAN: Final = 5000
+"""Revisions one compaction transaction examines at most, so that a stretch with little to
+delete (live keys kept from earlier windows) does not make one long transaction either."""
+
 MAX_GROUP: Final = 1000
 """Most writes applied in one transaction; bounds the latency a group adds to its first write."""
 
@@ -99,7 +103,7 @@ _COMPACTED_SQL: Final = "SELECT value FROM meta WHERE key = 'compacted_revision'
 _REVISION_SQL: Final = "SELECT MAX(id) FROM kv"
 _COMPACT_CANDIDATES_SQL: Final = """
 SELECT k.id FROM kv AS k
-WHERE k.id > :cursor AND k.id <= :revision
+WHERE k.id > :cursor AND k.id <= :upto
   AND k.id < (SELECT MAX(id) FROM kv)
   AND (k.deleted = 1 OR EXISTS (
         SELECT 1 FROM kv AS newer
@@ -513,28 +517,29 @@ class SqliteStore:
         await self._task(mark)
         self._compacted = revision
         cursor = 0
-        while True:
-            deleted, cursor = await self._task(
+        while cursor < revision:
+            cursor = await self._task(
                 functools.partial(self._delete_batch, revision=revision, after=cursor)
             )
-            if deleted < COMPACT_BATCH:
-                break
         await self._task(self._shrink)
 
     @staticmethod
-    def _delete_batch(conn: sqlite3.Connection, *, revision: int, after: int) -> tuple[int, int]:
+    def _delete_batch(conn: sqlite3.Connection, *, revision: int, after: int) -> int:
+        """Delete up to ``COMPACT_BATCH`` rows in ``(after, after + COMPACT_SPAN]``; the next
+        revision to continue after."""
+        upto = min(revision, after + COMPACT_SPAN)
         conn.execute("BEGIN IMMEDIATE")
         ids = [
             row[0]
             for row in conn.execute(
                 _COMPACT_CANDIDATES_SQL,
-                {"cursor": after, "revision": revision, "batch": COMPACT_BATCH},
+                {"cursor": after, "upto": upto, "revision": revision, "batch": COMPACT_BATCH},
             )
         ]
         if ids:
             conn.executemany("DELETE FROM kv WHERE id = ?", [(i,) for i in ids])
         conn.execute("COMMIT")
-        return len(ids), (ids[-1] if ids else after)
+        return ids[-1] if len(ids) == COMPACT_BATCH else upto
 
     @staticmethod
     def _shrink(conn: sqlite3.Connection) -> None:
