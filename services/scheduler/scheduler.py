@@ -1,0 +1,276 @@
+"""The scheduler proper: informer events in, one scheduling cycle per pod, bindings out.
+
+The loop (kube-scheduler's ``scheduleOne``, cut down):
+
+1. ``queue.pop()`` the next pending pod. Skip it if it is being deleted or already placed.
+2. **Scheduling cycle** (synchronous — no await between reading the cache and writing to it):
+   the framework filters and scores the cache's nodes; on success the pod is *assumed* on the
+   chosen node at once, so the next cycle already counts it.
+3. **Binding cycle** (a background task; up to ``bind_concurrency`` at a time): POST
+   ``pods/{name}/binding``. Success records the ``Scheduled`` event ("Successfully assigned
+   default/pod-example to node1"); the informer's MODIFIED event then confirms the assumption.
+   A 409 means someone else bound it first — not an error: the assumption is dropped and the
+   watch brings the truth. Any other failure drops the assumption and retries with backoff.
+4. **No node fits**: a ``FailedScheduling`` Warning worded as Kubernetes words it ("0/2 nodes are
+   available: 2 node(s) didn't match Pod's node affinity/selector."), the pod's condition
+   ``PodScheduled=False, reason Unschedulable`` (a merge patch of ``pods/status``, only when it
+   changed), and the pod parks in the queue until an event that could help.
+
+The informer handlers sort pods: unassigned ones this scheduler is responsible for
+(``spec.schedulerName``) go to the queue; assigned ones (whoever bound them, ourselves included)
+go to the cache for accounting. A pod created with ``spec.nodeName`` is therefore never queued:
+it skips the scheduler entirely, and only counts against its node.
+
+Limits: one profile; no preemption, no nominated nodes, no pod (anti-)affinity, no volume or
+port checks; the binding concurrency bounds in-flight HTTP requests, not cycles.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from api.errors import AlreadyExists, Conflict, NotFound, StatusError
+from api.meta import now_time
+from api.registry import REGISTRY
+from client.events import EventRecorder
+from client.rest import ApiClient
+from services.scheduler.cache import SchedulerCache
+from services.scheduler.framework import FitError, Framework
+from services.scheduler.metrics import SchedulerMetrics
+from services.scheduler.nodeinfo import PodInfo
+from services.scheduler.queue import ASSIGNED_POD_DELETE, QueuedPod, SchedulingQueue
+
+__all__ = ["Scheduler"]
+
+log = logging.getLogger("kubelite.scheduler")
+
+PODS = REGISTRY.by_kind("", "Pod")
+assert PODS is not None
+
+# Enough concurrent bindings to hide a round trip per pod, few enough not to flood the apiserver
+# (kube-scheduler's default client QPS/burst is 50/100 per second; we are a local process).
+DEFAULT_BIND_CONCURRENCY = 32
+
+
+class Scheduler:
+    def __init__(
+        self,
+        *,
+        client: ApiClient,
+        framework: Framework,
+        queue: SchedulingQueue,
+        cache: SchedulerCache | None = None,
+        recorder: EventRecorder | None = None,
+        metrics: SchedulerMetrics | None = None,
+        scheduler_name: str = "default-scheduler",
+        bind_concurrency: int = DEFAULT_BIND_CONCURRENCY,
+    ) -> None:
+        self.client = client
+        self.framework = framework
+        self.queue = queue
+        self.cache = cache or SchedulerCache()
+        self.recorder = recorder
+        self.metrics = metrics or SchedulerMetrics(
+            profile=scheduler_name, queue_lengths=queue.lengths
+        )
+        self.scheduler_name = scheduler_name
+        self._bind_slots = asyncio.Semaphore(bind_concurrency)
+        self._binds: set[asyncio.Task[None]] = set()
+        self._status_writes: set[asyncio.Task[None]] = set()
+        self.bound = 0
+        """Pods this scheduler bound successfully (for tests and the bench)."""
+
+    # ---- informer handlers (quick, synchronous) -------------------------------------------
+
+    def _responsible(self, pod: PodInfo) -> bool:
+        return pod.scheduler_name == self.scheduler_name
+
+    def on_pod_add(self, obj: Mapping[str, Any]) -> None:
+        pod = PodInfo(obj)
+        if pod.node_name:
+            if not pod.terminal:
+                self.cache.add_pod(pod)
+        elif self._responsible(pod) and not pod.deleting and not pod.terminal:
+            self.queue.add(pod)
+
+    def on_pod_update(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
+        pod = PodInfo(new)
+        if pod.node_name:
+            self.queue.delete(pod.key)  # got a node (from us or anyone): nothing left to do
+            if pod.terminal:
+                if self.cache.is_placed(pod.key):
+                    self.cache.remove_pod(pod.key)
+                    self.queue.on_event(ASSIGNED_POD_DELETE)  # its resources are free
+            else:
+                self.cache.update_pod(pod)
+        elif pod.deleting or pod.terminal or not self._responsible(pod):
+            self.queue.delete(pod.key)
+        else:
+            self.queue.update(pod)
+
+    def on_pod_delete(self, obj: Mapping[str, Any]) -> None:
+        pod = PodInfo(obj)
+        self.queue.delete(pod.key)
+        if self.cache.is_placed(pod.key):
+            self.cache.remove_pod(pod.key)
+            self.queue.on_event(ASSIGNED_POD_DELETE)
+
+    def on_node_add(self, obj: Mapping[str, Any]) -> None:
+        self.queue.on_event(self.cache.add_node(obj))
+
+    def on_node_update(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
+        event = self.cache.update_node(new)
+        if event is not None:
+            self.queue.on_event(event)
+
+    def on_node_delete(self, obj: Mapping[str, Any]) -> None:
+        self.cache.remove_node(str((obj.get("metadata") or {}).get("name") or ""))
+
+    # ---- the loop ----------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Schedule pods until cancelled; in-flight bindings are awaited on the way out."""
+        log.info("scheduler %s: scheduling loop started", self.scheduler_name)
+        try:
+            while True:
+                qp = await self.queue.pop()
+                self.schedule_one(qp)
+                # let informers, bindings and the HTTP server run between cycles
+                await asyncio.sleep(0)
+        finally:
+            tasks = [*self._binds, *self._status_writes]
+            if tasks:
+                log.info("scheduler: waiting for %d in-flight binding(s) to finish", len(tasks))
+                await asyncio.gather(*tasks, return_exceptions=True)
+
+    def schedule_one(self, qp: QueuedPod) -> None:
+        """One scheduling cycle for ``qp`` (synchronous); the binding runs as a task."""
+        pod = qp.pod
+        if pod.deleting or self.cache.is_placed(pod.key):
+            self.queue.done(qp)
+            return
+        started = time.perf_counter()
+        try:
+            result = self.framework.schedule(pod, self.cache.nodes())
+        except FitError as err:
+            self.metrics.attempt("unschedulable", time.perf_counter() - started)
+            self._unschedulable(qp, err)
+            return
+        except Exception:
+            self.metrics.attempt("error", time.perf_counter() - started)
+            log.exception("scheduling %s failed; will retry after backoff", pod.key)
+            self.queue.requeue_backoff(qp)
+            return
+        self.cache.assume(pod, result.node)
+        self.metrics.attempt("scheduled", time.perf_counter() - started)
+        task = asyncio.create_task(self._bind(qp, result.node), name=f"bind {pod.key}")
+        self._binds.add(task)
+        task.add_done_callback(self._binds.discard)
+
+    async def _bind(self, qp: QueuedPod, node: str) -> None:
+        pod = qp.pod
+        try:
+            async with self._bind_slots:
+                await self.client.bind(
+                    namespace=pod.namespace, pod=pod.name, node=node, uid=pod.uid or None
+                )
+        except (Conflict, AlreadyExists) as exc:
+            # someone bound it first (another replica, or our own earlier life): not an error
+            log.info("pod %s was already bound (%s); leaving it to the watch", pod.key, exc.message)
+            self.cache.forget(pod.key)
+            if qp.updated and not qp.deleted:
+                self.queue.requeue_backoff(qp)
+            else:
+                self.queue.done(qp)
+            return
+        except NotFound:
+            log.info("pod %s is gone; not binding it", pod.key)
+            self.cache.forget(pod.key)
+            self.queue.done(qp)
+            return
+        except (StatusError, ConnectionError, TimeoutError) as exc:
+            log.warning("binding %s to %s failed: %r; will retry after backoff", pod.key, node, exc)
+            self.metrics.attempt("error", 0.0)
+            self.cache.forget(pod.key)
+            self.queue.requeue_backoff(qp)
+            return
+        except asyncio.CancelledError:
+            self.cache.forget(pod.key)
+            raise
+        self.bound += 1
+        self.queue.done(qp)
+        self.metrics.e2e_latency.observe(max(0.0, _loop_time() - qp.added_at))
+        log.debug("bound %s to %s (attempt %d)", pod.key, node, qp.attempts)
+        self._event(pod, "Normal", "Scheduled", f"Successfully assigned {pod.key} to {node}")
+
+    def _unschedulable(self, qp: QueuedPod, err: FitError) -> None:
+        pod = qp.pod
+        message = str(err)
+        log.info("pod %s is unschedulable: %s; parked until the cluster changes", pod.key, message)
+        self._event(pod, "Warning", "FailedScheduling", message)
+        self.queue.requeue_unschedulable(qp, plugins=frozenset(err.diagnosis.unschedulable_plugins))
+        if _condition_differs(pod, message):
+            task = asyncio.create_task(
+                self._set_unschedulable_condition(pod, message), name=f"pod condition {pod.key}"
+            )
+            self._status_writes.add(task)
+            task.add_done_callback(self._status_writes.discard)
+
+    async def _set_unschedulable_condition(self, pod: PodInfo, message: str) -> None:
+        """``PodScheduled=False, reason Unschedulable`` so ``kubectl describe`` says why."""
+        condition = {
+            "type": "PodScheduled",
+            "status": "False",
+            "lastProbeTime": None,
+            "lastTransitionTime": now_time(),
+            "reason": "Unschedulable",
+            "message": message,
+        }
+        others = [
+            c
+            for c in (pod.obj.get("status") or {}).get("conditions") or ()
+            if c.get("type") != "PodScheduled"
+        ]
+        patch = {"status": {"conditions": [*others, condition]}}
+        try:
+            await self.client.patch(
+                PODS, pod.name, patch, namespace=pod.namespace, subresource="status"
+            )
+        except NotFound:
+            return
+        except (StatusError, ConnectionError, TimeoutError) as exc:
+            log.warning("could not set PodScheduled=False on %s: %r", pod.key, exc)
+
+    def _event(self, pod: PodInfo, type_: str, reason: str, message: str) -> None:
+        if self.recorder is None:
+            return
+        ref = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": pod.name,
+                "namespace": pod.namespace,
+                "uid": pod.uid,
+                "resourceVersion": pod.resource_version,
+            },
+        }
+        self.recorder.event(ref, type_, reason, message)  # type: ignore[arg-type]
+
+
+def _condition_differs(pod: PodInfo, message: str) -> bool:
+    for c in (pod.obj.get("status") or {}).get("conditions") or ():
+        if c.get("type") == "PodScheduled":
+            return not (
+                c.get("status") == "False"
+                and c.get("reason") == "Unschedulable"
+                and c.get("message") == message
+            )
+    return True
+
+
+def _loop_time() -> float:
+    return asyncio.get_running_loop().time()
