@@ -227,10 +227,17 @@ class PodWorker:
         )
 
     def find_instance(self, container: str, *, previous: bool) -> ContainerRecord | None:
+        """The instance ``kubectl logs [--previous]`` means: the current one, or the last one
+        that terminated before it (which, while waiting to restart, is the current one)."""
         st = self._containers.get(container) or self._init.get(container)
         if st is None:
             return None
-        return st.previous if previous else st.current
+        if not previous:
+            return st.current
+        cur = st.current
+        if cur is not None and not cur.running and st.waiting is not None:
+            return cur
+        return st.previous
 
     def waiting_reason(self, container: str) -> str | None:
         st = self._containers.get(container) or self._init.get(container)

@@ -1,0 +1,278 @@
+"""The kubelet's own HTTP server: container logs and exec, for the apiserver to proxy to.
+
+Why: ``kubectl logs`` and ``kubectl exec`` go to the apiserver, which forwards them to the
+kubelet of the pod's node (``status.daemonEndpoints.kubeletEndpoint.Port`` on its InternalIP), as
+in Kubernetes. The kubelet answers from its own knowledge — the pod workers' container instances
+— so these work even when the apiserver's copy of the status lags.
+
+Routes (the kubelet's own paths, which the apiserver's proxy rewrites to):
+
+* ``GET /containerLogs/{namespace}/{pod}/{container}`` with ``follow``, ``tailLines``,
+  ``sinceSeconds``, ``sinceTime``, ``timestamps``, ``previous``, ``limitBytes``: ``text/plain``,
+  chunked, held open while following; errors are ``Status`` JSON worded as the kubelet words them
+  (``container "main" in pod "demo" is waiting to start: ContainerCreating``).
+* ``GET /exec/{namespace}/{pod}/{container}?command=..&command=..&stdin=&stdout=&stderr=&tty=``
+  (also the kubelet's ``input``/``output``/``error`` spellings): a WebSocket speaking
+  ``v5.channel.k8s.io`` (or v4): binary frames whose first byte is the stream — 0 stdin, 1 stdout,
+  2 stderr, 3 error (a ``Status``: Success, or Failure/NonZeroExitCode with the exit code as a
+  cause), 4 resize (``{"Width":..,"Height":..}``), 255 close-a-stream (v5) — then a normal close.
+* ``GET /healthz``; ``GET /pods`` (the pods this kubelet runs, as a PodList).
+
+Limits: no authentication (it binds loopback by default), no attach, no port-forward, no
+SPDY (kubectl >= 1.30 speaks WebSocket).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any, Protocol
+
+from aiohttp import WSMsgType, web
+
+from api.errors import BadRequest, NotFound, StatusError
+from services.kubelet.logs import LogOptions, read_log
+from services.kubelet.runtime.base import ContainerRecord, ExecSession, Runtime
+
+__all__ = ["EXEC_PROTOCOLS", "PodLookup", "ServedPod", "make_server_app"]
+
+log = logging.getLogger("kubelet.server")
+
+EXEC_PROTOCOLS = (
+    "v5.channel.k8s.io",
+    "v4.channel.k8s.io",
+)
+STDIN, STDOUT, STDERR, ERROR, RESIZE, CLOSE = 0, 1, 2, 3, 4, 255
+
+
+class ServedPod(Protocol):
+    """What the server needs from a pod worker."""
+
+    @property
+    def pod(self) -> dict[str, Any]: ...
+
+    def find_instance(self, container: str, *, previous: bool) -> ContainerRecord | None: ...
+
+    def waiting_reason(self, container: str) -> str | None: ...
+
+
+class PodLookup(Protocol):
+    def find_pod(self, *, namespace: str, name: str) -> tuple[ServedPod, Runtime] | None: ...
+
+    def served_pods(self) -> Iterable[dict[str, Any]]: ...
+
+
+SERVER_LOOKUP: web.AppKey[PodLookup] = web.AppKey("kubelet_pod_lookup", PodLookup)  # type: ignore[type-abstract]
+
+
+def _status_response(error: StatusError) -> web.Response:
+    return web.json_response(error.to_status(), status=error.code)
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").lower() in ("1", "true", "yes")
+
+
+def _int(request: web.Request, name: str) -> int | None:
+    raw = request.query.get(name)
+    if raw in (None, ""):
+        return None
+    try:
+        return int(raw)  # type: ignore[arg-type]
+    except ValueError:
+        raise BadRequest(f"invalid {name}: {raw!r}") from None
+
+
+def _container_names(pod: dict[str, Any]) -> list[str]:
+    spec = pod.get("spec") or {}
+    return [c["name"] for c in (spec.get("initContainers") or []) + (spec.get("containers") or [])]
+
+
+def _resolve(
+    request: web.Request, *, previous: bool
+) -> tuple[ServedPod, Runtime, str, ContainerRecord]:
+    namespace = request.match_info["namespace"]
+    name = request.match_info["pod"]
+    container = request.match_info["container"]
+    found = request.app[SERVER_LOOKUP].find_pod(namespace=namespace, name=name)
+    if found is None:
+        raise NotFound.of("pods", name)
+    served, runtime = found
+    if container not in _container_names(served.pod):
+        raise BadRequest(f"container {container} is not valid for pod {name}")
+    record = served.find_instance(container, previous=previous)
+    if record is None:
+        if previous:
+            raise BadRequest(
+                f'previous terminated container "{container}" in pod "{name}" not found'
+            )
+        reason = served.waiting_reason(container) or "ContainerCreating"
+        raise BadRequest(f'container "{container}" in pod "{name}" is waiting to start: {reason}')
+    return served, runtime, container, record
+
+
+async def _container_logs(request: web.Request) -> web.StreamResponse:
+    try:
+        previous = _truthy(request.query.get("previous"))
+        _, runtime, _, record = _resolve(request, previous=previous)
+        since_time = None
+        if request.query.get("sinceTime"):
+            try:
+                since_time = datetime.fromisoformat(
+                    request.query["sinceTime"].replace("Z", "+00:00")
+                )
+            except ValueError:
+                raise BadRequest(f"invalid sinceTime: {request.query['sinceTime']!r}") from None
+        options = LogOptions(
+            follow=_truthy(request.query.get("follow")),
+            tail_lines=_int(request, "tailLines"),
+            since_seconds=_int(request, "sinceSeconds"),
+            since_time=since_time,
+            timestamps=_truthy(request.query.get("timestamps")),
+            limit_bytes=_int(request, "limitBytes"),
+        )
+    except StatusError as exc:
+        return _status_response(exc)
+    response = web.StreamResponse(headers={"Content-Type": "text/plain"})
+    response.enable_chunked_encoding()
+    await response.prepare(request)
+    exited = runtime.wait_container(record.container_id) if record.running else None
+    stream = read_log(record.log_path, options, exited=exited)
+    try:
+        async for chunk in stream:
+            await response.write(chunk)
+    except (ConnectionResetError, ConnectionError):
+        return response  # the client went away; nothing left to tell it
+    finally:
+        await stream.aclose()
+        if exited is not None:
+            exited.close()
+    await response.write_eof()
+    return response
+
+
+def _exec_status(code: int, command: list[str]) -> dict[str, Any]:
+    if code == 0:
+        return {"metadata": {}, "status": "Success"}
+    return {
+        "metadata": {},
+        "status": "Failure",
+        "message": f"command terminated with non-zero exit code: error executing command "
+        f"[{' '.join(command)}], exit code {code}",
+        "reason": "NonZeroExitCode",
+        "details": {"causes": [{"reason": "ExitCode", "message": str(code)}]},
+    }
+
+
+async def _exec(request: web.Request) -> web.StreamResponse:
+    q = request.query
+    command = q.getall("command", [])
+    tty = _truthy(q.get("tty"))
+    want_stdin = _truthy(q.get("stdin") or q.get("input"))
+    try:
+        _, runtime, container, record = _resolve(request, previous=False)
+        if not record.running:
+            raise BadRequest(
+                f'container "{container}" in pod "{request.match_info["pod"]}" is not running'
+            )
+        if not command:
+            raise BadRequest("you must specify at least 1 command")
+        upgrade = request.headers.get("Upgrade", "").lower()
+        if upgrade != "websocket":
+            raise BadRequest("Upgrade request required")
+    except StatusError as exc:
+        return _status_response(exc)
+    ws = web.WebSocketResponse(protocols=EXEC_PROTOCOLS, autoping=True, max_msg_size=0)
+    await ws.prepare(request)
+    try:
+        session = await runtime.exec(record.container_id, command, tty=tty, stdin=want_stdin)
+    except OSError as exc:
+        message = (
+            f"error executing command in container: failed to exec in container: "
+            f'exec: "{command[0]}": {exc.strerror or exc}'
+        )
+        await ws.send_bytes(
+            bytes([ERROR])
+            + json.dumps(
+                {
+                    "metadata": {},
+                    "status": "Failure",
+                    "message": message,
+                    "reason": "InternalError",
+                    "code": 500,
+                }
+            ).encode()
+        )
+        await ws.close()
+        return ws
+    log.info(
+        "exec in %s/%s/%s: %s (tty=%s)",
+        request.match_info["namespace"],
+        request.match_info["pod"],
+        container,
+        command,
+        tty,
+    )
+    reader = asyncio.create_task(
+        _pump_input(ws, session), name=f"exec stdin {request.match_info['pod']}"
+    )
+    try:
+        while True:
+            stream, data = await session.read_output()
+            if stream == 0:
+                break
+            await ws.send_bytes(bytes([stream]) + data)
+        code = await session.wait()
+        await ws.send_bytes(bytes([ERROR]) + json.dumps(_exec_status(code, command)).encode())
+    except (ConnectionResetError, ConnectionError):
+        await session.kill()
+    finally:
+        reader.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await reader
+        if not ws.closed:
+            await ws.close()
+        await session.kill()
+    return ws
+
+
+async def _pump_input(ws: web.WebSocketResponse, session: ExecSession) -> None:
+    async for msg in ws:
+        if msg.type != WSMsgType.BINARY or not msg.data:
+            continue
+        stream, payload = msg.data[0], msg.data[1:]
+        if stream == STDIN:
+            await session.write_stdin(payload)
+        elif stream == RESIZE:
+            with contextlib.suppress(ValueError, TypeError):
+                size = json.loads(payload)
+                session.resize(width=int(size.get("Width", 0)), height=int(size.get("Height", 0)))
+        elif stream == CLOSE and payload[:1] == bytes([STDIN]):
+            await session.close_stdin()
+    # the client closed the socket: nobody is left to read the output
+    await session.kill()
+
+
+async def _healthz(request: web.Request) -> web.Response:
+    return web.Response(text="ok")
+
+
+async def _pods(request: web.Request) -> web.Response:
+    items = list(request.app[SERVER_LOOKUP].served_pods())
+    return web.json_response(
+        {"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": items}
+    )
+
+
+def make_server_app(lookup: PodLookup) -> web.Application:
+    app = web.Application()
+    app[SERVER_LOOKUP] = lookup
+    app.router.add_get("/healthz", _healthz)
+    app.router.add_get("/pods", _pods)
+    app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", _container_logs)
+    app.router.add_route("*", "/exec/{namespace}/{pod}/{container}", _exec)
+    return app
