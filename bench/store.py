@@ -13,8 +13,12 @@ Each backend runs sequentially (one write in flight: latency-bound) and with ``-
 writes in flight (64 by default), where the SQLite store's group commit shares one fsync among
 all writes queued behind a commit — so its ratio there may exceed 1.
 
-Run: ``python -m bench.store [--quick] [-n N] [--concurrency C] [--uvloop]``. Prints a table;
-not a test (nothing is asserted).
+Each figure is the median of ``--rounds`` rounds (3; 1 with ``--quick``), every round measuring
+the ceiling right before the store, so that fsync latency swings on a shared machine hit both
+sides of a ratio alike.
+
+Run: ``python -m bench.store [--quick] [-n N] [--rounds R] [--concurrency C] [--uvloop]``.
+Prints a table; not a test (nothing is asserted).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import argparse
 import asyncio
 import itertools
 import sqlite3
+import statistics
 import sys
 import tempfile
 import time
@@ -125,7 +130,9 @@ def _sqlite_ceiling(path: Path, *, synchronous: str, count: int) -> tuple[float,
     return creates, updates
 
 
-async def run(*, count: int, concurrency: int) -> list[Row]:
+async def run(*, count: int, concurrency: int, rounds: int) -> list[Row]:
+    """Each round measures the ceiling, then the store; medians over the rounds are reported,
+    so that a noisy neighbour (fsync latency swings) hits both sides of a ratio alike."""
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="kubelite-bench-") as tmp:
         workdir = Path(tmp)
@@ -146,29 +153,46 @@ async def run(*, count: int, concurrency: int) -> list[Row]:
                 )
             )
         for name, url, ceiling in backends:
-            ceiling_creates, ceiling_updates = await asyncio.to_thread(ceiling)
-            for in_flight in (1, concurrency):
-                store = open_store(url())
-                try:
-                    creates, updates = await _measure_store(
-                        store, count=count, in_flight=in_flight, tag=f"c{in_flight}"
+            samples: dict[tuple[str, int], list[tuple[float, float]]] = {}
+            for _ in range(rounds):
+                ceiling_creates, ceiling_updates = await asyncio.to_thread(ceiling)
+                for in_flight in (1, concurrency):
+                    store = open_store(url())
+                    try:
+                        creates, updates = await _measure_store(
+                            store, count=count, in_flight=in_flight, tag=f"c{in_flight}"
+                        )
+                    finally:
+                        await store.close()
+                    samples.setdefault(("create", in_flight), []).append((creates, ceiling_creates))
+                    samples.setdefault(("update", in_flight), []).append((updates, ceiling_updates))
+            for (operation, in_flight), pairs in samples.items():
+                rows.append(
+                    Row(
+                        name,
+                        operation,
+                        in_flight,
+                        statistics.median(p[0] for p in pairs),
+                        statistics.median(p[1] for p in pairs),
                     )
-                finally:
-                    await store.close()
-                rows.append(Row(name, "create", in_flight, creates, ceiling_creates))
-                rows.append(Row(name, "update", in_flight, updates, ceiling_updates))
+                )
+    rows.sort(key=lambda r: (r.backend, r.in_flight, r.operation))
     return rows
 
 
-def render(rows: list[Row], *, count: int) -> str:
+def render(rows: list[Row], *, count: int, rounds: int) -> str:
     header = (
         f"{'backend':<12} {'op':<7} {'in flight':>9} {'ops/s':>11} {'ceiling/s':>11} {'ratio':>7}"
     )
-    lines = [f"store bench: {count} writes of {len(VALUE)} B per row", header, "-" * len(header)]
+    lines = [
+        f"store bench: {count} writes of {len(VALUE)} B per measurement, median of {rounds} round(s)",
+        header,
+        "-" * len(header),
+    ]
     for row in rows:
         lines.append(
             f"{row.backend:<12} {row.operation:<7} {row.in_flight:>9} {row.ops_per_s:>11,.0f} "
-            f"{row.ceiling_per_s:>11,.0f} {row.ratio:>7.2f}"
+            f"{row.ceiling_per_s:>11,.0f} {row.ratio:>7.3f}"
         )
     lines.append(
         "ceiling: plain dict (memory); plain sqlite3 INSERT/UPDATE + COMMIT per row, "
@@ -184,16 +208,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small N (500) for a fast look")
     parser.add_argument("-n", type=int, default=None, help="writes per measurement (default 5000)")
     parser.add_argument("--concurrency", type=int, default=64, help="writes in flight (default 64)")
+    parser.add_argument("--rounds", type=int, default=None, help="rounds per figure (default 3)")
     parser.add_argument("--uvloop", action="store_true", help="run on uvloop")
     args = parser.parse_args(argv)
     count = args.n or (500 if args.quick else 5000)
+    rounds = args.rounds or (1 if args.quick else 3)
     if args.uvloop:
         import uvloop
 
-        rows = uvloop.run(run(count=count, concurrency=args.concurrency))
+        rows = uvloop.run(run(count=count, concurrency=args.concurrency, rounds=rounds))
     else:
-        rows = asyncio.run(run(count=count, concurrency=args.concurrency))
-    print(render(rows, count=count))
+        rows = asyncio.run(run(count=count, concurrency=args.concurrency, rounds=rounds))
+    print(render(rows, count=count, rounds=rounds))
     return 0
 
 

@@ -115,7 +115,8 @@ class MemoryStore:
             bisect.insort(self._keys, op.key)
         else:
             versions.append(record)
-        self._hub.publish([record.event()])
+        if self._hub.watch_count:
+            self._hub.publish([record.event()])
         return record
 
     def watch(self, prefix: str, *, after_revision: int) -> AsyncIterator[Event]:

@@ -286,7 +286,8 @@ class SqliteStore:
         """On the loop, after a commit: publish the group's events, then resolve its futures."""
         if records:
             self._revision = records[-1].revision
-            self._hub.publish([record.event() for record in records])
+            if self._hub.watch_count:
+                self._hub.publish([record.event() for record in records])
         for write, outcome in outcomes:
             if write.future.done():  # the caller gave up; the write stands regardless
                 continue
