@@ -96,6 +96,8 @@ class LeaderElector:
         self._observed: dict[str, Any] | None = None
         self._observed_time = 0.0
         self._reported_leader: str | None = None
+        self.last_renewed: float | None = None
+        """Loop time of our last successful acquire or renew (None before the first)."""
 
     @property
     def leader(self) -> str:
@@ -183,6 +185,7 @@ class LeaderElector:
                 log.warning("%s: creating lease failed: %r; will retry", cfg.identity, exc)
                 return False
             self._observe(created, loop.time())
+            self.last_renewed = loop.time()
             return True
         except (ConnectionError, StatusError) as exc:
             log.warning(
@@ -220,6 +223,7 @@ class LeaderElector:
             log.warning("%s: updating lease failed: %r; will retry", cfg.identity, exc)
             return False
         self._observe(written, loop.time())
+        self.last_renewed = loop.time()
         return True
 
     def _spec(self, *, acquire_time: str, renew_time: str, transitions: int) -> dict[str, Any]:
