@@ -35,6 +35,7 @@ from services.apiserver.discovery import setup_discovery
 from services.apiserver.eventttl import sweep_events
 from services.apiserver.health import setup_health
 from services.apiserver.middleware import status_errors
+from services.apiserver.proxy import setup_proxy
 from services.apiserver.rest import setup_rest
 from services.apiserver.watchcache import WatchCache
 from store import keep_window, open_store
@@ -82,6 +83,7 @@ def make_app(
     app.on_shutdown.append(_end_watches)
     setup_health(app)
     setup_discovery(app, registry)
+    setup_proxy(app)
     setup_rest(app)
     return app
 

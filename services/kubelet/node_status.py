@@ -188,6 +188,19 @@ _PRESSURE_TEXT = {
 }
 
 
+def _stamped(desired: Obj, *, old: Mapping[str, Any]) -> Obj:
+    """``desired`` with heartbeat times now and transition times kept where status is unchanged."""
+    before_by_type = {c.get("type"): c for c in old.get("conditions") or []}
+    now = now_time()
+    status = copy.deepcopy(desired)
+    for cond in status["conditions"]:
+        before = before_by_type.get(cond["type"]) or {}
+        cond["lastHeartbeatTime"] = now
+        same = before.get("status") == cond["status"]
+        cond["lastTransitionTime"] = (before.get("lastTransitionTime") if same else None) or now
+    return status
+
+
 class NodeAgent:
     """Registers one node and keeps its Lease and status fresh. ``run()`` until cancelled."""
 
@@ -291,7 +304,7 @@ class NodeAgent:
                 "annotations": {"node.alpha.kubernetes.io/ttl": "0"},
             },
             "spec": spec,
-            "status": self.desired_status(),
+            "status": _stamped(self.desired_status(), old={}),
         }
 
     async def register(self) -> Obj:
@@ -445,14 +458,7 @@ class NodeAgent:
                     await self.register()
                     continue
             body = copy.deepcopy(self.node)
-            old = {c.get("type"): c for c in (body.get("status") or {}).get("conditions") or []}
-            now = now_time()
-            status = copy.deepcopy(desired)
-            for cond in status["conditions"]:
-                before = old.get(cond["type"])
-                cond["lastHeartbeatTime"] = now
-                same = before is not None and before.get("status") == cond["status"]
-                cond["lastTransitionTime"] = before.get("lastTransitionTime") if same else now  # type: ignore[union-attr]
+            status = _stamped(desired, old=body.get("status") or {})
             body["status"] = {**(body.get("status") or {}), **status}
             try:
                 self.node = await self.client.update_status(self.nodes, body)
