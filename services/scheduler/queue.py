@@ -194,25 +194,32 @@ class SchedulingQueue:
         now = self._now()
         self._push_active(QueuedPod(pod=pod, added_at=now), now)
 
-    def update(self, pod: PodInfo) -> None:
-        """A pending pod changed. A parked pod is released: the change may make it schedulable."""
+    def update(self, pod: PodInfo, *, changed: bool = True) -> None:
+        """A pending pod changed; ``changed`` False for changes scheduling ignores (status).
+
+        A parked pod whose spec or labels changed is released: the change may make it
+        schedulable. A status-only change (our own PodScheduled condition, say) just refreshes
+        the stored object, as kube-scheduler's ``isPodUpdated`` decides.
+        """
         key = pod.key
         flying = self._in_flight.get(key)
         if flying is not None:
             flying.pod = pod
-            flying.updated = True
+            flying.updated = flying.updated or changed
             return
         for place in (self._active, self._backoff):
             qp = place.get(key)
             if qp is not None:
                 qp.pod = pod
                 return
-        qp = self._unschedulable.pop(key, None)
-        if qp is None:
+        parked = self._unschedulable.get(key)
+        if parked is None:
             self.add(pod)
             return
-        qp.pod = pod
-        self._push_active_or_backoff(qp, self._now())
+        parked.pod = pod
+        if changed:
+            del self._unschedulable[key]
+            self._push_active_or_backoff(parked, self._now())
 
     def delete(self, key: str) -> None:
         """The pod is gone or got a node: forget it wherever it is."""

@@ -110,7 +110,7 @@ class Scheduler:
         elif pod.deleting or pod.terminal or not self._responsible(pod):
             self.queue.delete(pod.key)
         else:
-            self.queue.update(pod)
+            self.queue.update(pod, changed=_scheduling_relevant_change(old, new))
 
     def on_pod_delete(self, obj: Mapping[str, Any]) -> None:
         pod = PodInfo(obj)
@@ -259,6 +259,17 @@ class Scheduler:
             },
         }
         self.recorder.event(ref, type_, reason, message)  # type: ignore[arg-type]
+
+
+def _scheduling_relevant_change(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Did anything but status and bookkeeping change? (kube-scheduler's ``isPodUpdated``)."""
+    if old.get("spec") != new.get("spec"):
+        return True
+    old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
+    return any(
+        old_meta.get(field) != new_meta.get(field)
+        for field in ("labels", "annotations", "ownerReferences", "deletionTimestamp", "uid")
+    )
 
 
 def _condition_differs(pod: PodInfo, message: str) -> bool:

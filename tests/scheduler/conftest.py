@@ -1,4 +1,7 @@
-"""Test plumbing for the scheduler's tests.
+"""Test plumbing for the scheduler's tests: e2e process fixtures, and one work-around.
+
+``api``: a real apiserver process (memory store); ``start_scheduler(*flags)``: real scheduler
+processes against it, stopped at teardown.
 
 Work-around: looptime (0.9) asks the event-loop policy for a loop in *every* test that has
 pytest-asyncio's ``event_loop_policy`` fixture — synchronous tests included — and the policy
@@ -11,10 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Generator
+from collections.abc import Callable, Generator, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.apiserver_process import ApiServerProcess
+from tests.scheduler.scheduler_process import SchedulerProcess
 
 
 def _current_loop() -> asyncio.AbstractEventLoop | None:
@@ -37,3 +44,31 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Generator[None, Any, Any]
         ):
             after.close()
             asyncio.set_event_loop(None)
+
+
+# ---- e2e: a real apiserver and real scheduler processes ------------------------------------
+
+
+@pytest.fixture
+def api(apiserver_process: Callable[..., ApiServerProcess]) -> ApiServerProcess:
+    """A fresh apiserver on the memory store (nothing to restart in these tests)."""
+    return apiserver_process(store="memory://")
+
+
+@pytest.fixture
+def start_scheduler(
+    api: ApiServerProcess, tmp_path: Path
+) -> Iterator[Callable[..., SchedulerProcess]]:
+    """Factory: ``start_scheduler("--no-leader-elect", ...)`` -> a running scheduler process."""
+    started: list[SchedulerProcess] = []
+
+    def start(*args: str) -> SchedulerProcess:
+        proc = SchedulerProcess(
+            server=api.url, log_path=tmp_path / f"scheduler-{len(started)}.log", args=args
+        )
+        started.append(proc)
+        return proc.start()
+
+    yield start
+    for proc in started:
+        proc.stop()

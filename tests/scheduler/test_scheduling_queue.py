@@ -170,3 +170,15 @@ async def test_deleted_pods_leave_every_sub_queue() -> None:
     q.requeue_unschedulable(second, plugins=frozenset({"NodeAffinity"}))  # deleted while in flight
     assert len(q) == 0
     assert "default/flying" not in q
+
+
+async def test_status_only_update_keeps_the_pod_parked() -> None:
+    q = SchedulingQueue()
+    runner = asyncio.create_task(q.run(), name="queue-timers")
+    q.add(pod("p", node_selector={"zz": "cxk"}))
+    qp = await q.pop()
+    q.requeue_unschedulable(qp, plugins=frozenset({"NodeAffinity"}))
+    q.update(pod("p", node_selector={"zz": "cxk"}), changed=False)  # e.g. our PodScheduled=False
+    await asyncio.sleep(60)
+    assert q.lengths() == {"active": 0, "backoff": 0, "unschedulable": 1}
+    runner.cancel()

@@ -1,0 +1,145 @@
+"""What the scheduler's e2e tests do to and observe in a cluster, through the real API.
+
+``Cluster`` wraps an ``ApiClient`` with the few writes the tests need (plain Ready nodes, pods,
+labels) and a pods + events watch (``client.informer.Informer``) that tests *await*:
+``await cluster.until(lambda: ..., within=...)`` re-checks its condition on every watch event,
+never on a timer, and fails with a description of what it saw if the time runs out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from api.registry import REGISTRY
+from client.informer import Informer
+from client.rest import ApiClient
+from tests.scheduler.factories import node_obj, pod_obj
+
+PODS = REGISTRY.by_kind("", "Pod")
+NODES = REGISTRY.by_kind("", "Node")
+EVENTS = REGISTRY.by_kind("", "Event")
+assert PODS and NODES and EVENTS
+
+
+class Cluster:
+    def __init__(self, client: ApiClient) -> None:
+        self.client = client
+        self.pods = Informer(client, PODS, name="test pods")
+        self.events = Informer(client, EVENTS, name="test events")
+        self.node_history: dict[str, list[str]] = {}
+        """Pod key -> every distinct spec.nodeName it had, in order (to see re-bindings)."""
+        self._changed = asyncio.Event()
+        for informer in (self.pods, self.events):
+            informer.add_handler(
+                on_add=lambda o: self._saw(o),
+                on_update=lambda _o, n: self._saw(n),
+                on_delete=lambda o: self._saw(o),
+            )
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def _saw(self, obj: dict[str, Any]) -> None:
+        if obj.get("kind", "Pod") == "Pod" and "containers" in (obj.get("spec") or {}):
+            meta = obj["metadata"]
+            key = f"{meta['namespace']}/{meta['name']}"
+            node = (obj.get("spec") or {}).get("nodeName") or ""
+            history = self.node_history.setdefault(key, [])
+            if node and (not history or history[-1] != node):
+                history.append(node)
+        self._changed.set()
+
+    async def start(self) -> None:
+        self._tasks = [self.pods.start(), self.events.start()]
+        await asyncio.gather(self.pods.wait_synced(), self.events.wait_synced())
+
+    async def stop(self) -> None:
+        for t in self._tasks:
+            t.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def until(self, condition: Callable[[], bool], *, within: float, what: str) -> None:
+        async def wait() -> None:
+            while not condition():
+                self._changed.clear()
+                await self._changed.wait()
+
+        try:
+            await asyncio.wait_for(wait(), within)
+        except TimeoutError:
+            raise AssertionError(
+                f"timed out after {within}s waiting for {what}; pods: {self.summary()}"
+            ) from None
+
+    # ---- reads -----------------------------------------------------------------------------
+
+    def pod(self, name: str, namespace: str = "default") -> dict[str, Any] | None:
+        return self.pods.get(f"{namespace}/{name}")
+
+    def node_of(self, name: str, namespace: str = "default") -> str:
+        p = self.pod(name, namespace)
+        return ((p or {}).get("spec") or {}).get("nodeName") or ""
+
+    def bound(self) -> dict[str, str]:
+        return {
+            f"{p['metadata']['namespace']}/{p['metadata']['name']}": p["spec"]["nodeName"]
+            for p in self.pods.list()
+            if (p.get("spec") or {}).get("nodeName")
+        }
+
+    def pod_events(self, name: str, reason: str | None = None) -> list[dict[str, Any]]:
+        return [
+            e
+            for e in self.events.list()
+            if (e.get("involvedObject") or {}).get("name") == name
+            and (e.get("involvedObject") or {}).get("kind") == "Pod"
+            and (reason is None or e.get("reason") == reason)
+        ]
+
+    def condition(self, name: str, type_: str) -> dict[str, Any] | None:
+        for c in ((self.pod(name) or {}).get("status") or {}).get("conditions") or ():
+            if c.get("type") == type_:
+                return dict(c)
+        return None
+
+    def summary(self) -> str:
+        pods = sorted(self.pods.list(), key=lambda p: p["metadata"]["name"])
+        shown = [
+            f"{p['metadata']['name']}@{(p.get('spec') or {}).get('nodeName') or '-'}"
+            for p in pods[:30]
+        ]
+        return f"{len(pods)} pods: {', '.join(shown)}{' ...' if len(pods) > 30 else ''}"
+
+    # ---- writes ----------------------------------------------------------------------------
+
+    async def add_node(self, name: str, **kw: Any) -> None:
+        await self.client.create(NODES, node_obj(name, **kw))
+
+    async def label_node(self, name: str, labels: dict[str, str]) -> None:
+        await self.client.patch(NODES, name, {"metadata": {"labels": labels}})
+
+    async def add_pod(self, name: str, **kw: Any) -> None:
+        obj = pod_obj(name, **kw)
+        del obj["metadata"]["uid"]  # the server assigns it
+        await self.client.create(PODS, obj, namespace="default")
+
+    async def add_pods(self, names: list[str], *, concurrency: int = 16, **kw: Any) -> None:
+        slots = asyncio.Semaphore(concurrency)
+
+        async def one(name: str) -> None:
+            async with slots:
+                await self.add_pod(name, **kw)
+
+        await asyncio.gather(*(one(n) for n in names))
+
+
+@contextlib.asynccontextmanager
+async def cluster_at(server: str) -> AsyncIterator[Cluster]:
+    async with ApiClient(server=server) as client:
+        cluster = Cluster(client)
+        await cluster.start()
+        try:
+            yield cluster
+        finally:
+            await cluster.stop()
