@@ -29,7 +29,9 @@ async def wait_until_compacted(client: ApiClient, resource_version: str) -> None
     assert PODS is not None
     for _ in range(200):
         try:
-            async with client.watch(PODS, resource_version=resource_version, timeout_seconds=1) as w:
+            async with client.watch(
+                PODS, resource_version=resource_version, timeout_seconds=1
+            ) as w:
                 async for _event in w:
                     break  # history still there: the watch replays it
         except Expired:
@@ -42,7 +44,14 @@ async def test_relist_after_410_emits_deletes_for_objects_gone_meanwhile(
     apiserver_process: StartApiServer,
 ) -> None:
     server = apiserver_process(
-        args=["--compaction-window", "20", "--compaction-interval", "0.1", "--watch-cache-size", "10"]
+        args=[
+            "--compaction-window",
+            "20",
+            "--compaction-interval",
+            "0.1",
+            "--watch-cache-size",
+            "10",
+        ]
     )
     proxy = await PartitionProxy(upstream_port=server.port).start()
     async with ApiClient(server=server.url) as admin, ApiClient(server=proxy.url) as client:
@@ -63,11 +72,15 @@ async def test_relist_after_410_emits_deletes_for_objects_gone_meanwhile(
             for i in range(10):
                 await admin.delete(PODS, f"p{i}", namespace="default", grace_period_seconds=0)
             for i in range(10, 15):
-                await admin.patch(PODS, f"p{i}", {"metadata": {"labels": {"gen": "1"}}}, namespace="default")
+                await admin.patch(
+                    PODS, f"p{i}", {"metadata": {"labels": {"gen": "1"}}}, namespace="default"
+                )
             for i in range(30, 35):
                 await admin.create(PODS, pod(f"p{i}"))
             for n in range(40):  # push the compaction window well past resume_from
-                await admin.patch(PODS, "p29", {"metadata": {"labels": {"gen": str(n)}}}, namespace="default")
+                await admin.patch(
+                    PODS, "p29", {"metadata": {"labels": {"gen": str(n)}}}, namespace="default"
+                )
             await wait_until_compacted(admin, resume_from)
 
             await proxy.heal()
