@@ -115,21 +115,29 @@ def _merge_map(live: dict[str, Any], patch: dict[str, Any], meta: PatchMeta) -> 
         keep = _retain_keys(patch)
         live = {k: v for k, v in live.items() if k in keep}
 
+    orders: list[tuple[str, Any]] = []
+    deletions: list[tuple[str, Any]] = []
+    fields: list[tuple[str, Any]] = []
+    for key, value in patch.items():
+        if key[:1] != "$":
+            fields.append((key, value))
+        elif key.startswith(SET_ELEMENT_ORDER):
+            orders.append((key, value))
+        elif key.startswith(DELETE_FROM_PRIMITIVE_LIST):
+            deletions.append((key, value))
+        elif key != RETAIN_KEYS:
+            fields.append((key, value))  # not a directive we know: plain data
+
     out = dict(live)
     fresh: set[str] = set()  # keys of `out` whose value was built here (others still shared)
 
-    for key, order in patch.items():
-        if key.startswith(SET_ELEMENT_ORDER):
-            name = _directive_target(key, SET_ELEMENT_ORDER, _BAD_ORDER)
-            if _apply_element_order(out, patch, name, order, meta.child(name)):
-                fresh.add(name)
+    for key, order in orders:
+        name = _directive_target(key, SET_ELEMENT_ORDER, _BAD_ORDER)
+        if _apply_element_order(out, patch, name, order, meta.child(name)):
+            fresh.add(name)
 
-    deletions: list[tuple[str, Any]] = []
-    for key, value in patch.items():
-        if key in fresh or key == RETAIN_KEYS or key.startswith(SET_ELEMENT_ORDER):
-            continue
-        if key.startswith(DELETE_FROM_PRIMITIVE_LIST):
-            deletions.append((key, value))
+    for key, value in fields:
+        if key in fresh:
             continue
         fresh.add(key)
         if value is None:
