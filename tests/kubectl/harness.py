@@ -1,0 +1,67 @@
+"""Driving the stock kubectl binary against a real kubelite apiserver process.
+
+The apiserver runs as its own OS process (``tests/apiserver_process.py``, memory store) on a
+free loopback port, once per test session; every test talks to it only through kubectl, with ``KUBECONFIG=/dev/null`` and a
+private ``--cache-dir`` so no discovery or dispatcher cache leaks in from the machine. kubectl
+is run as ``kubectl.1.32`` from the folder the ``kubectl`` dispatcher on the PATH links to
+(bypassing the dispatcher), falling back to whatever ``kubectl`` is on the PATH.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+KUBECTL_TIMEOUT_S = 60  # one kubectl invocation; discovery + a request take well under a second
+
+
+def kubectl_binary() -> str | None:
+    found = shutil.which("kubectl")
+    if found is None:
+        return None
+    pinned = Path(os.path.realpath(found)).parent / "kubectl.1.32"
+    return str(pinned) if pinned.exists() else found
+
+
+@dataclass(frozen=True)
+class Kubectl:
+    binary: str
+    server: str
+    cache_dir: Path
+    workdir: Path
+
+    def __call__(
+        self, *args: str, stdin: str | None = None, check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
+        """Run kubectl; with ``check`` a non-zero exit fails the test showing stdout and stderr."""
+        env = {
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": str(self.workdir),
+            "KUBECONFIG": "/dev/null",
+        }
+        cmd = [self.binary, f"--server={self.server}", f"--cache-dir={self.cache_dir}", *args]
+        done = subprocess.run(
+            cmd,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=self.workdir,
+            timeout=KUBECTL_TIMEOUT_S,
+            check=False,
+        )
+        if check and done.returncode != 0:
+            pytest.fail(
+                f"kubectl {' '.join(args)} exited {done.returncode}\n"
+                f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+            )
+        return done
+
+    def apply(self, manifest: str, *args: str) -> subprocess.CompletedProcess[str]:
+        return self("apply", "-f", "-", *args, stdin=manifest)
