@@ -206,7 +206,8 @@ class ObjectStorage:
             try:
                 if should_delete(new) and not should_delete(current):
                     deleted = await self.store.delete(key, expected_revision=kv.mod_revision)
-                    return UpdateResult(obj=decode(deleted), deleted=True)
+                    new["metadata"]["resourceVersion"] = str(deleted.mod_revision)
+                    return UpdateResult(obj=new, deleted=True)
                 stored = await self.store.update(
                     key, encode(new), expected_revision=kv.mod_revision
                 )

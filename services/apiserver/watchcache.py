@@ -287,6 +287,7 @@ class WatchCache:
         self._unindexed: set[Watcher] = set()
         self._indexes: dict[str, _Index] = {f: _Index(f) for f in INDEX_PREFERENCE}
         self._stopped = False
+        self._progress = asyncio.Event()
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -294,6 +295,11 @@ class WatchCache:
         """Current matching objects (their latest events, in key order) and the cache revision."""
         events = [e for _, e in sorted(self._state.items()) if predicate.matches(e.obj)]
         return events, self.revision
+
+    async def wait_until(self, revision: int) -> None:
+        """Return once the cache has applied an event at or past ``revision``."""
+        while self.revision < revision:
+            await self._progress.wait()
 
     def lookup(self, key: str) -> CacheEvent | None:
         """The latest event of a live object (its ``obj`` is the current state), or None."""
@@ -389,6 +395,8 @@ class WatchCache:
         if len(self._ring) > self.capacity:
             self.window_start = self._ring.popleft().revision
         self.revision = event.revision
+        progress, self._progress = self._progress, asyncio.Event()
+        progress.set()
         for watcher in list(self._unindexed):
             watcher.offer(event)
         for index in self._indexes.values():

@@ -11,6 +11,7 @@ itself (aiohttp's line reader refuses lines over 128 KiB).
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -45,7 +46,11 @@ class Api:
         raw: bytes | None = None,
         headers: dict[str, str] | None = None,
     ) -> tuple[int, Any]:
-        data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
+        data: Any = (
+            raw if raw is not None else (None if body is None else json.dumps(body).encode())
+        )
+        if isinstance(data, bytes) and len(data) > 1024 * 1024:
+            data = io.BytesIO(data)  # aiohttp warns about large raw bodies
         hdrs = dict(headers or {})
         if data is not None:
             hdrs.setdefault("Content-Type", content_type)
