@@ -66,13 +66,13 @@ class SchedulerProcess:
         except OSError:
             return 0, ""
 
-    def metric(self, name: str, **labels: str) -> float:
+    def metric(self, metric: str, /, **labels: str) -> float:
         """One sample of ``/metrics`` (0 when absent)."""
         _, body = self.get("/metrics")
         want = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
         for line in body.splitlines():
             series, _, value = line.rpartition(" ")
-            if series == (f"{name}{{{want}}}" if want else name):
+            if series == (f"{metric}{{{want}}}" if want else metric):
                 return float(value)
         return 0.0
 
