@@ -2,30 +2,25 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-from collections.abc import AsyncIterator
+import random
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from api.registry import REGISTRY
+from client.rest import ApiClient
 from services.kubelet.runtime.base import PodSandbox
 from services.kubelet.runtime.images import ImageCatalog, ImageStore
 from services.kubelet.runtime.process import ProcessRuntime
 from services.kubelet.runtime.sim import SimRuntime
-
-
-def kill_leftovers(state_dir: Path) -> None:
-    """SIGKILL every process group a shim recorded under ``state_dir`` (test teardown only)."""
-    for pid_file in state_dir.glob("**/containers/*.pid.json"):
-        import json
-
-        with contextlib.suppress(OSError, ValueError, KeyError):
-            pids = json.loads(pid_file.read_text())
-            for pid in (pids["pid"], pids["shimPid"]):
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(pid, signal.SIGKILL)
+from tests.conftest import StartApiServer
+from tests.kubelet.kubelet_process import (
+    KubeletProcess,
+    kill_container_processes,
+    wait_for_object,
+)
 
 
 @pytest.fixture
@@ -40,7 +35,7 @@ async def process_runtime(tmp_path: Path) -> AsyncIterator[ProcessRuntime]:
             for uid in rt.list_pod_uids():
                 await rt.remove_pod_sandbox(uid)
             await rt.close()
-        kill_leftovers(tmp_path)
+        kill_container_processes(tmp_path)
 
 
 @pytest.fixture
@@ -53,3 +48,57 @@ async def sim_runtime() -> AsyncIterator[SimRuntime]:
 
 def sandbox(name: str = "demo", uid: str | None = None) -> PodSandbox:
     return PodSandbox(uid=uid or f"uid-{name}", namespace="default", name=name)
+
+
+@dataclass
+class Cluster:
+    """A real apiserver and kubelet (process runtime) on loopback, and a client for them."""
+
+    server: str
+    client: ApiClient
+    kubelet: KubeletProcess
+    node: str
+    tmp: Path
+
+    def restart_kubelet(self) -> None:
+        self.kubelet.kill()
+        self.kubelet.start()
+
+
+def _pod_cidr() -> str:
+    # a /24 of its own per test, so tests on a busy machine never share a pod address
+    return f"127.{random.randint(150, 199)}.{random.randint(0, 255)}.0/24"
+
+
+@pytest.fixture
+def kubelet_factory(tmp_path: Path) -> Iterator[list[KubeletProcess]]:
+    started: list[KubeletProcess] = []
+    yield started
+    for kubelet in started:
+        kubelet.stop()
+        kill_container_processes(kubelet.state_dir)
+
+
+@pytest.fixture
+async def cluster(
+    apiserver_process: StartApiServer, tmp_path: Path, kubelet_factory: list[KubeletProcess]
+) -> AsyncIterator[Cluster]:
+    api = apiserver_process(store="memory://")
+    node = f"node-{random.randint(1000, 9999)}"
+    kubelet = KubeletProcess(
+        server=api.url,
+        node_name=node,
+        state_dir=tmp_path / "kubelet",
+        log_path=tmp_path / "kubelet.log",
+        args=["--pod-cidr", _pod_cidr()],
+    )
+    kubelet_factory.append(kubelet)
+    kubelet.start()
+    client = ApiClient(server=api.url)
+    try:
+        nodes = REGISTRY.get("", "v1", "nodes")
+        assert nodes is not None
+        await wait_for_object(client, nodes, node, lambda n: n is not None, within=30)
+        yield Cluster(server=api.url, client=client, kubelet=kubelet, node=node, tmp=tmp_path)
+    finally:
+        await client.close()
