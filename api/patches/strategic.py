@@ -34,9 +34,17 @@ a 500 (plain Go errors); a 400 is what they mean.
 Cost: one pass over the patch plus one copy of the live sub-trees it does not touch; nothing is
 deep-copied twice. The result shares no container with ``target`` or ``patch``.
 
-Limits: ``$patch: delete`` removes all items with the merge key (upstream 1.32 behaviour);
-order directives on atomic lists are ignored; ``$deleteFromPrimitiveList`` on an absent list is
-a no-op.
+Checked against kubectl 1.32's own merge code (``tests/api/test_patches_match_kubectl.py``,
+``test_patches_fuzz_against_kubectl.py``), down to upstream's list order after an in-place merge.
+
+Deliberate differences, all in corners where upstream stores patch syntax as data: a new list
+item (no live item with its key, or under ``$patch: replace``) is applied to nothing here,
+where upstream appends it verbatim — so a ``$patch: delete`` entry nested in it vanishes instead
+of becoming e.g. an empty env var; adding and deleting the same scalar in one patch deletes it
+(upstream depends on Go map order); ``$setElementOrder`` over two empty lists is accepted
+(upstream: 500). ``$patch: delete`` removes every item with the merge key (upstream 1.32);
+order directives on atomic lists are ignored; ``$deleteFromPrimitiveList`` on an absent list
+is a no-op.
 """
 
 from __future__ import annotations
