@@ -10,8 +10,10 @@ is run as ``kubectl.1.32`` from the folder the ``kubectl`` dispatcher on the PAT
 from __future__ import annotations
 
 import os
+import queue
 import shutil
 import subprocess
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,11 +42,7 @@ class Kubectl:
         self, *args: str, stdin: str | None = None, check: bool = True
     ) -> subprocess.CompletedProcess[str]:
         """Run kubectl; with ``check`` a non-zero exit fails the test showing stdout and stderr."""
-        env = {
-            "PATH": os.environ.get("PATH", ""),
-            "HOME": str(self.workdir),
-            "KUBECONFIG": "/dev/null",
-        }
+        env = self.env()
         cmd = [self.binary, f"--server={self.server}", f"--cache-dir={self.cache_dir}", *args]
         done = subprocess.run(
             cmd,
@@ -65,3 +63,62 @@ class Kubectl:
 
     def apply(self, manifest: str, *args: str) -> subprocess.CompletedProcess[str]:
         return self("apply", "-f", "-", *args, stdin=manifest)
+
+    def env(self) -> dict[str, str]:
+        return {
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": str(self.workdir),
+            "KUBECONFIG": "/dev/null",
+        }
+
+    def start(self, *args: str) -> StreamingKubectl:
+        """Start a long-running kubectl (``get -w``) whose stdout lines arrive on a queue."""
+        cmd = [self.binary, f"--server={self.server}", f"--cache-dir={self.cache_dir}", *args]
+        proc = subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=self.env(),
+            cwd=self.workdir,
+        )
+        return StreamingKubectl(proc)
+
+
+class StreamingKubectl:
+    """A running kubectl whose output lines are read on a thread into a queue."""
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        self.proc = proc
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self._drainer = threading.Thread(target=self._drain, name="kubectl-stdout", daemon=True)
+        self._drainer.start()
+
+    def _drain(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line.rstrip("\n"))
+        self.lines.put(None)
+
+    def next_line(self, timeout: float = KUBECTL_TIMEOUT_S) -> str:
+        """The next output line; fails the test if kubectl exits or stays silent too long."""
+        try:
+            line = self.lines.get(timeout=timeout)
+        except queue.Empty:
+            pytest.fail(f"kubectl printed nothing for {timeout}s")
+        if line is None:
+            stderr = self.proc.stderr.read() if self.proc.stderr else ""
+            pytest.fail(f"kubectl exited {self.proc.wait()} early; stderr:\n{stderr}")
+        return line
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self._drainer.join(timeout=10)  # ends at EOF, right after the process does
+        for pipe in (self.proc.stdout, self.proc.stderr):
+            if pipe is not None:
+                pipe.close()
