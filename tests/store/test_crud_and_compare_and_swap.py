@@ -14,6 +14,10 @@ from store.base import (
 )
 
 
+async def test_every_backend_satisfies_the_store_protocol(store: Store) -> None:
+    assert isinstance(store, Store)
+
+
 async def test_create_then_get_returns_the_value_at_its_revision(store: Store) -> None:
     assert await store.current_revision() == 0
     created = await store.create("/registry/pods/default/a", b"one")
