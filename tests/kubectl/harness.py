@@ -23,12 +23,15 @@ REPO = Path(__file__).resolve().parents[2]
 KUBECTL_TIMEOUT_S = 60  # one kubectl invocation; discovery + a request take well under a second
 
 
-def kubectl_binary() -> str | None:
+def kubectl_binary(minor: int = 32) -> str | None:
+    """``kubectl.1.<minor>`` beside the PATH dispatcher; for 1.32 any ``kubectl`` will do."""
     found = shutil.which("kubectl")
     if found is None:
         return None
-    pinned = Path(os.path.realpath(found)).parent / "kubectl.1.32"
-    return str(pinned) if pinned.exists() else found
+    pinned = Path(os.path.realpath(found)).parent / f"kubectl.1.{minor}"
+    if pinned.exists():
+        return str(pinned)
+    return found if minor == 32 else None
 
 
 @dataclass(frozen=True)
