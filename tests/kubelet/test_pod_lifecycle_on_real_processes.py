@@ -98,7 +98,7 @@ async def test_nginx_pod_answers_http_on_its_pod_ip(cluster: Cluster) -> None:
         assert resp.status == 200
         assert resp.headers["Server"].startswith("nginx/")
         assert "Welcome to nginx!" in await resp.text()
-    assert '"GET / HTTP/1.1" 200' in await pod_log(cluster, "web")
+    await follow_log_until(cluster, "web", '"GET / HTTP/1.1" 200')  # nginx's access log
 
 
 async def test_a_crashing_container_restarts_into_crash_loop_back_off(cluster: Cluster) -> None:
