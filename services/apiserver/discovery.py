@@ -375,12 +375,18 @@ class _Discovery:
 def setup_discovery(app: web.Application, registry: Registry) -> None:
     """Register the discovery, version and OpenAPI routes of ``registry`` on ``app``."""
     d = _Discovery(registry)
-    app.router.add_get("/version", d.version)
-    app.router.add_get("/api", d.api)
-    app.router.add_get("/api/{version}", d.core_version)
-    app.router.add_get("/apis", d.apis)
-    app.router.add_get("/apis/{group}", d.group)
-    app.router.add_get("/apis/{group}/{version}", d.group_version)
+    routes = {
+        "/version": d.version,
+        "/api": d.api,
+        "/api/{version}": d.core_version,
+        "/apis": d.apis,
+        "/apis/{group}": d.group,
+        "/apis/{group}/{version}": d.group_version,
+    }
+    for path, handler in routes.items():
+        app.router.add_get(path, handler)
+        # the official clients ask with a trailing slash (/version/, /apis/apps/v1/)
+        app.router.add_get(path + "/", handler)
     app.router.add_get("/openapi/v2", d.openapi_v2)
     app.router.add_get("/openapi/v3", d.openapi_v3_root)
     app.router.add_get("/openapi/v3/{path:.+}", d.openapi_v3_doc)

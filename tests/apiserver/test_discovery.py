@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -340,3 +341,43 @@ async def test_openapi_hash_addressing(client: Client) -> None:
     assert outdated.headers["Location"] == url
     unhashed = await client.get("/openapi/v3/api/v1")
     assert "immutable" not in unhashed.headers.get("Cache-Control", "")
+
+
+@pytest.mark.parametrize(
+    ("path", "kind"),
+    [
+        ("/version/", None),
+        ("/api/", "APIVersions"),
+        ("/api/v1/", "APIResourceList"),
+        ("/apis/", "APIGroupList"),
+        ("/apis/apps/", "APIGroup"),
+        ("/apis/apps/v1/", "APIResourceList"),
+    ],
+)
+async def test_trailing_slash_paths_of_the_official_client(
+    client: Client, path: str, kind: str | None
+) -> None:
+    body, _ = await get_json(client, path, Accept="application/json")
+    assert body.get("kind") == kind
+
+
+async def test_official_python_client_discovers_kinds(client: Client) -> None:
+    """The official client's DynamicClient resolves kinds, short names and subresources."""
+    from kubernetes import client as k8s
+    from kubernetes import dynamic
+
+    def discover() -> tuple[str, Any, Any]:
+        config = k8s.Configuration()
+        config.host = f"http://{client.host}:{client.port}"
+        with k8s.ApiClient(config) as api:
+            version = k8s.VersionApi(api).get_code().git_version
+            resources = dynamic.DynamicClient(api).resources
+            pods = resources.get(api_version="v1", kind="Pod")
+            deployments = resources.get(api_version="apps/v1", kind="Deployment")
+            return version, pods, deployments
+
+    version, pods, deployments = await asyncio.to_thread(discover)
+    assert version == "v1.32.0-kubelite"
+    assert (pods.short_names, pods.namespaced) == (["po"], True)
+    assert deployments.short_names == ["deploy"]
+    assert set(deployments.subresources) == {"status", "scale"}
