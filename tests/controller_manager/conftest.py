@@ -1,0 +1,59 @@
+"""Fixtures: a real apiserver process (memory store) and a real controller-manager process.
+
+``cluster`` yields a ``Cluster`` with the apiserver, the controller-manager process (started
+with the test's ``cm_args``, default none) and an ``ApiClient`` for the test to act and watch
+through. The controller-manager's log is printed at teardown, so a failing test shows it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from client.rest import ApiClient
+from tests.apiserver_process import ApiServerProcess
+from tests.controller_manager.harness import ControllerManagerProcess
+
+
+@dataclass
+class Cluster:
+    api: ApiServerProcess
+    cm: ControllerManagerProcess
+    client: ApiClient
+    tmp_path: Path
+    started: list[ControllerManagerProcess]
+
+    def new_cm(self, *args: str) -> ControllerManagerProcess:
+        """Another controller-manager process (not started) with its own log."""
+        proc = ControllerManagerProcess(
+            server=self.api.url, log_path=self.tmp_path / f"cm-{len(self.started)}.log", args=args
+        )
+        self.started.append(proc)
+        return proc
+
+
+@pytest.fixture
+def cm_args() -> tuple[str, ...]:
+    return ()
+
+
+@pytest.fixture
+async def cluster(
+    apiserver_process: Callable[..., ApiServerProcess], tmp_path: Path, cm_args: tuple[str, ...]
+) -> AsyncIterator[Cluster]:
+    api = apiserver_process(store="memory://")
+    client = ApiClient(server=api.url)
+    c = Cluster(api=api, cm=None, client=client, tmp_path=tmp_path, started=[])  # type: ignore[arg-type]
+    c.cm = c.new_cm(*cm_args).start()
+    try:
+        yield c
+    finally:
+        await client.close()
+        for proc in c.started:
+            proc.stop()
+        for proc in c.started:
+            print(f"===== {proc.log_path.name} (tail) =====")
+            print(proc.tail(80))
