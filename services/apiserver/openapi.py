@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
 import typing
 from typing import Any
@@ -41,6 +42,8 @@ from pydantic.json_schema import models_json_schema
 from api.registry import Registry, ResourceType
 
 __all__ = ["OpenAPIV3", "component_name", "gv_path"]
+
+log = logging.getLogger("kubelite.apiserver.openapi")
 
 OPENAPI_VERSION = "3.0.0"
 _REF_PREFIX = "#/components/schemas/"
@@ -143,6 +146,17 @@ def _reachable_models(roots: list[type[BaseModel]]) -> list[type[BaseModel]]:
         else:
             pending.extend(typing.get_args(item))
     return found
+
+
+def _schema_ok(model: type[BaseModel]) -> bool:
+    """Whether pydantic can describe ``model``; one odd model must not cost every document
+    (its operations are still published, with a free-form body)."""
+    try:
+        model.model_json_schema(by_alias=True)
+    except Exception:
+        log.warning("no OpenAPI schema for %s; publishing its paths without one", model.__name__)
+        return False
+    return True
 
 
 def _rename_refs(node: Any, names: dict[str, str]) -> Any:
@@ -261,6 +275,7 @@ class OpenAPIV3:
         for rt in self._registry:
             if rt.model not in models:
                 models.append(rt.model)
+        models = [m for m in models if _schema_ok(m)]
         keys, top = models_json_schema(
             [(m, "validation") for m in models], by_alias=True, ref_template=_REF_PREFIX + "{model}"
         )
@@ -275,7 +290,7 @@ class OpenAPIV3:
         }
         keys = {key: _rename_refs(value, names) for key, value in keys.items()}
         for rt in self._registry:
-            ref = keys[(rt.model, "validation")].get("$ref", "")
+            ref = keys.get((rt.model, "validation"), {}).get("$ref", "")
             name = ref.rsplit("/", 1)[-1]
             if name in defs:
                 tags = defs[name].setdefault("x-kubernetes-group-version-kind", [])

@@ -381,3 +381,40 @@ async def test_official_python_client_discovers_kinds(client: Client) -> None:
     assert (pods.short_names, pods.namespaced) == (["po"], True)
     assert deployments.short_names == ["deploy"]
     assert set(deployments.subresources) == {"status", "scale"}
+
+
+def test_a_model_pydantic_cannot_describe_still_gets_its_operations(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from pydantic import BaseModel, ConfigDict
+
+    from api.registry import Registry
+    from services.apiserver.openapi import OpenAPIV3
+
+    class Opaque:
+        pass
+
+    class Widget(BaseModel):
+        model_config = ConfigDict(arbitrary_types_allowed=True)
+        thing: Opaque | None = None
+
+    widgets = ResourceType(
+        group="example.io",
+        version="v1",
+        kind="Widget",
+        plural="widgets",
+        singular="widget",
+        namespaced=True,
+        model=Widget,
+    )
+    pods = REGISTRY.get("", "v1", "pods")
+    assert pods is not None
+    docs = OpenAPIV3(Registry([pods, widgets]))
+    doc = docs.document("apis/example.io/v1")
+    assert doc is not None
+    patch = doc["paths"]["/apis/example.io/v1/namespaces/{namespace}/widgets/{name}"]["patch"]
+    assert patch["x-kubernetes-group-version-kind"]["kind"] == "Widget"
+    assert "fieldValidation" in [p["name"] for p in patch["parameters"]]
+    assert "no OpenAPI schema for Widget" in caplog.text
+    core = docs.document("api/v1")
+    assert core is not None and "io.k8s.api.core.v1.Pod" in core["components"]["schemas"]
