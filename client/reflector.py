@@ -15,6 +15,8 @@ is done once, here, following client-go's ``tools/cache/reflector.go``:
    from [min, 2*min) (300 s by default) so a fleet of clients does not re-watch in lock-step.
    Each event goes to ``sink.apply(event)`` and advances the RV; a BOOKMARK only advances it.
 3. When the watch **ends normally** (server timeout), re-watch at once from the last RV.
+   When the server answers that the RV is *ahead* of it (504 "Too large resource version": it
+   lost its history, e.g. a restarted memory store), relist the newest state (RV ``""``).
    When it **breaks** (connection dropped or refused, 429, 500, 503, 504), back off
    (0.8 s doubling to 30 s, jittered, reset after 2 min without failures) and re-watch from the
    last RV *without* relisting: the server replays what we missed. When the server says the RV
@@ -203,6 +205,20 @@ class Reflector:
                     self.name, self._rv, exc.message,
                 )  # fmt: skip
                 return
+            except Timeout as exc:
+                if _too_large_resource_version(exc):
+                    # The server is behind our resourceVersion (it lost its history): relist.
+                    self._rv_unavailable = True
+                    log.warning(
+                        "watch %s from resourceVersion %s: %s; will relist the newest state now",
+                        self.name, self._rv, exc.message,
+                    )  # fmt: skip
+                    return
+                await self._back_off(
+                    f"watch {self.name} failed: {exc!r}",
+                    f"re-watch from resourceVersion {self._rv}",
+                )
+                continue
             except _TRANSIENT as exc:
                 await self._back_off(
                     f"watch {self.name} failed: {exc!r}",

@@ -105,12 +105,12 @@ async def server_state(client: ApiClient, namespace: str = "default") -> dict[st
     return {object_key(item): rv(item) for item in body["items"]}
 
 
-async def sentinel(client: ApiClient, ledger: Ledger, name: str) -> None:
+async def sentinel(client: ApiClient, ledger: Ledger, name: str, *, within: float = 60) -> None:
     """Write one more pod and wait until the informer has it: every earlier event has arrived."""
     assert PODS is not None
     waiting = asyncio.ensure_future(ledger.wait_added(f"default/{name}"))
     await client.create(PODS, pod(name))
-    await asyncio.wait_for(waiting, timeout=60)
+    await asyncio.wait_for(waiting, timeout=within)
 
 
 async def churn(
