@@ -20,6 +20,7 @@ the registry is read once, at ``setup_discovery`` — types registered later are
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import platform
@@ -292,6 +293,16 @@ class _Discovery:
             for version in versions
         }
         self.openapi = OpenAPIV3(registry)
+        self._openapi_lock = asyncio.Lock()
+
+    async def _openapi_built(self) -> None:
+        """Build the OpenAPI documents once, off the event loop (a few hundred ms of pydantic
+        schema generation must not stall every watch being served)."""
+        if self.openapi.built:
+            return
+        async with self._openapi_lock:
+            if not self.openapi.built:
+                await asyncio.to_thread(self.openapi.build)
 
     async def version(self, request: web.Request) -> web.Response:
         return web.json_response(VERSION_INFO)
@@ -342,11 +353,12 @@ class _Discovery:
         return _status_response(NotFound("the server could not find the requested resource"))
 
     async def openapi_v3_root(self, request: web.Request) -> web.Response:
+        await self._openapi_built()
         return self._openapi_body(self.openapi.root_body(), request)
 
     async def openapi_v3_doc(self, request: web.Request) -> web.StreamResponse:
-        path = request.match_info["path"]
-        body = self.openapi.document_body(path)
+        await self._openapi_built()
+        body = self.openapi.document_body(request.match_info["path"])
         if body is None:
             return _status_response(NotFound("the server could not find the requested resource"))
         asked = request.query.get("hash")

@@ -23,7 +23,8 @@ merge patch from OpenAPI v3 only when the PATCH body lists
 v3 spec". Without a requestBody kubectl uses its compiled-in Go types for built-in kinds — the
 exact merge keys of real Kubernetes — silently.
 
-Limits: documents are built once, on first use, and cached with their hash; the schemas say only
+Limits: documents are built once, on first use (in a worker thread, see ``discovery``), and cached
+with their hash; the schemas say only
 what the pydantic models say (fields the models keep as free-form objects stay free-form).
 """
 
@@ -148,6 +149,13 @@ def _reachable_models(roots: list[type[BaseModel]]) -> list[type[BaseModel]]:
     return found
 
 
+def _json_schemas(models: list[type[BaseModel]]) -> tuple[dict[Any, Any], dict[str, Any]]:
+    keys, top = models_json_schema(
+        [(m, "validation") for m in models], by_alias=True, ref_template=_REF_PREFIX + "{model}"
+    )
+    return dict(keys), dict(top)
+
+
 def _schema_ok(model: type[BaseModel]) -> bool:
     """Whether pydantic can describe ``model``; one odd model must not cost every document
     (its operations are still published, with a free-form body)."""
@@ -231,6 +239,14 @@ class OpenAPIV3:
 
     # -- public
 
+    @property
+    def built(self) -> bool:
+        return self._docs is not None
+
+    def build(self) -> None:
+        """Generate every document now (idempotent); otherwise the first read does."""
+        self._build()
+
     def root_body(self) -> tuple[bytes, str]:
         """The serialised root index and its ETag."""
         self._build()
@@ -275,10 +291,11 @@ class OpenAPIV3:
         for rt in self._registry:
             if rt.model not in models:
                 models.append(rt.model)
-        models = [m for m in models if _schema_ok(m)]
-        keys, top = models_json_schema(
-            [(m, "validation") for m in models], by_alias=True, ref_template=_REF_PREFIX + "{model}"
-        )
+        try:
+            keys, top = _json_schemas(models)
+        except Exception:
+            models = [m for m in models if _schema_ok(m)]  # slower: one model at a time
+            keys, top = _json_schemas(models)
         # pydantic names definitions after the class; Kubernetes after the Go package and type
         names = {
             cls.__name__: component_name(cls.__module__, cls.__name__)
