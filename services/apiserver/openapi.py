@@ -23,9 +23,9 @@ merge patch from OpenAPI v3 only when the PATCH body lists
 v3 spec". Without a requestBody kubectl uses its compiled-in Go types for built-in kinds — the
 exact merge keys of real Kubernetes — silently.
 
-Limits: documents are built once, on first use (in a worker thread, see ``discovery``), and cached
-with their hash; the schemas say only
-what the pydantic models say (fields the models keep as free-form objects stay free-form).
+Limits: documents are built once, on first use (in a worker thread, see ``discovery``), and
+cached with their hash; the schemas say only what the pydantic models say (fields the models
+keep as free-form objects stay free-form).
 """
 
 from __future__ import annotations
