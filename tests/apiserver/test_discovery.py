@@ -418,3 +418,10 @@ def test_a_model_pydantic_cannot_describe_still_gets_its_operations(
     assert "no OpenAPI schema for Widget" in caplog.text
     core = docs.document("api/v1")
     assert core is not None and "io.k8s.api.core.v1.Pod" in core["components"]["schemas"]
+
+
+async def test_concurrent_first_openapi_requests_share_one_build(client: Client) -> None:
+    first, second = await asyncio.gather(client.get("/openapi/v3"), client.get("/openapi/v3"))
+    assert first.status == second.status == 200
+    assert first.headers["ETag"] == second.headers["ETag"]
+    assert await first.json() == await second.json()
