@@ -98,7 +98,7 @@ class Informer:
         self.reflector = Reflector(
             client,
             rt,
-            self,
+            sink=self,
             namespace=namespace,
             label_selector=label_selector,
             field_selector=field_selector,
