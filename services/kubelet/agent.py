@@ -14,8 +14,9 @@ and reports back. ``NodeKubelet`` wires the pieces of one node together:
   their containers are stopped and their sandboxes removed. Pods still bound are re-adopted by
   their workers, processes untouched.
 
-The status manager and event recorder are shared (one per process), so a sim kubelet hosting a
-thousand nodes runs one writer pool, not a thousand.
+The status manager is shared (one per process), and a sim kubelet hosting many nodes passes
+one shared pod informer (``spec.nodeName!=``) whose handlers the process routes to each node's
+``on_pod``/``on_delete`` — one watch for a thousand nodes, not a thousand watches.
 
 Not provided: static pods, pod admission (resource fit is the scheduler's job here), the pod
 lifecycle event generator (workers are woken by the runtime's exit futures instead).
@@ -30,6 +31,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from api.registry import REGISTRY, ResourceType
+from client.cache import NODE_NAME_INDEX
 from client.events import EventRecorder
 from client.informer import Informer
 from client.rest import ApiClient
@@ -65,6 +67,8 @@ class NodeKubelet:
         pressure: Callable[[], Pressure] = lambda: {},
         lease_interval: float = 10.0,
         status_interval: float = 10.0,
+        informer: Informer | None = None,
+        register_gate: asyncio.Semaphore | None = None,
     ) -> None:
         self.client = client
         self.config = config
@@ -77,8 +81,10 @@ class NodeKubelet:
             pressure=pressure,
             lease_interval=lease_interval,
             status_interval=status_interval,
+            register_gate=register_gate,
         )
-        self.informer = Informer(
+        self._owns_informer = informer is None
+        self.informer = informer or Informer(
             client,
             _pods(),
             field_selector=f"spec.nodeName={config.name}",
@@ -98,15 +104,17 @@ class NodeKubelet:
             host_ip=config.internal_ip,
             on_exit=self._worker_finished,
         )
-        self.informer.add_handler(
-            on_add=self._on_pod,
-            on_update=lambda _old, new: self._on_pod(new),
-            on_delete=self._on_delete,
-        )
+        if self._owns_informer:
+            self.informer.add_handler(
+                on_add=self.on_pod,
+                on_update=lambda _old, new: self.on_pod(new),
+                on_delete=self.on_delete,
+            )
 
     # ---- informer handlers (synchronous, quick) --------------------------------------------
 
-    def _on_pod(self, pod: Obj) -> None:
+    def on_pod(self, pod: Obj) -> None:
+        """A pod bound to this node was added or changed (called by the informer)."""
         meta = pod.get("metadata") or {}
         uid = meta.get("uid")
         if not uid or uid in self._finished:
@@ -120,7 +128,8 @@ class NodeKubelet:
         else:
             worker.update(pod)
 
-    def _on_delete(self, pod: Obj) -> None:
+    def on_delete(self, pod: Obj) -> None:
+        """A pod bound to this node is gone from the API (called by the informer)."""
         uid = (pod.get("metadata") or {}).get("uid")
         worker = self.workers.get(uid) if uid else None
         if worker is not None:
@@ -152,7 +161,8 @@ class NodeKubelet:
         informer_task: asyncio.Task[None] | None = None
         try:
             await self.node.registered.wait()
-            informer_task = self.informer.start()
+            if self._owns_informer:
+                informer_task = self.informer.start()
             await self.informer.wait_synced()
             await self._cleanup_orphans()
             self.ready.set()
@@ -160,7 +170,8 @@ class NodeKubelet:
                 "node %s: ready; running %d pod(s), watching for more", name, len(self.workers)
             )
             done, _ = await asyncio.wait(
-                {node_task, informer_task}, return_when=asyncio.FIRST_COMPLETED
+                {node_task, *([informer_task] if informer_task else [])},
+                return_when=asyncio.FIRST_COMPLETED,
             )
             for task in done:
                 log.error("node %s: %s ended unexpectedly", name, task.get_name())
@@ -174,7 +185,10 @@ class NodeKubelet:
             await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _cleanup_orphans(self) -> None:
-        bound = {(p.get("metadata") or {}).get("uid") for p in self.informer.list()}
+        bound = {
+            (p.get("metadata") or {}).get("uid")
+            for p in self.informer.by_index(NODE_NAME_INDEX, self.config.name)
+        }
         for uid in self.runtime.list_pod_uids():
             if uid in bound or uid in self.workers:
                 continue

@@ -26,7 +26,9 @@ from typing import Any
 
 from aiohttp import web
 
+from api.registry import REGISTRY
 from client.events import EventRecorder
+from client.informer import Informer
 from client.kubeconfig import ClientConfig
 from client.rest import ApiClient
 from services.kubelet.agent import NodeKubelet
@@ -42,6 +44,9 @@ from services.kubelet.status_manager import StatusManager
 __all__ = ["KubeletOptions", "KubeletService", "main", "parse_args"]
 
 log = logging.getLogger("kubelet")
+
+REGISTER_CONCURRENCY = 32
+"""Simulated nodes registering at once: a thousand simultaneous POSTs overflow a listen backlog."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +183,8 @@ class KubeletService:
         self.recorders: list[EventRecorder] = []
         self.runtimes: list[Runtime] = []
         self.port: int | None = None
+        self.shared_informer: Informer | None = None
+        self._by_name: dict[str, NodeKubelet] = {}
         self._runner: web.AppRunner | None = None
 
     # -- the server's PodLookup --------------------------------------------------------------
@@ -205,6 +212,33 @@ class KubeletService:
         assert server is not None and server.sockets  # type: ignore[attr-defined]
         return int(server.sockets[0].getsockname()[1])  # type: ignore[attr-defined]
 
+    def _shared_informer(self) -> Informer:
+        """One pod watch for every simulated node, routed by ``spec.nodeName``."""
+        pods = REGISTRY.get("", "v1", "pods")
+        assert pods is not None
+        informer = Informer(
+            self.client, pods, field_selector="spec.nodeName!=", name="pods@sim-nodes"
+        )
+
+        def node_of(pod: dict[str, Any]) -> NodeKubelet | None:
+            return self._by_name.get((pod.get("spec") or {}).get("nodeName") or "")
+
+        def on_pod(pod: dict[str, Any]) -> None:
+            node = node_of(pod)
+            if node is not None:
+                node.on_pod(pod)
+
+        def on_update(old: dict[str, Any], new: dict[str, Any]) -> None:
+            on_pod(new)
+
+        def on_delete(pod: dict[str, Any]) -> None:
+            node = node_of(pod)
+            if node is not None:
+                node.on_delete(pod)
+
+        informer.add_handler(on_add=on_pod, on_update=on_update, on_delete=on_delete)
+        return informer
+
     async def _build_nodes(self, port: int) -> None:
         o = self.options
         cpu, memory = host_resources()
@@ -213,6 +247,10 @@ class KubeletService:
         names = [o.node_name] if o.runtime == "process" else (
             [f"{o.node_name}-{i}" for i in range(o.nodes)] if o.nodes > 1 else [o.node_name]
         )  # fmt: skip
+        gate = None
+        if len(names) > 1:
+            self.shared_informer = self._shared_informer()
+            gate = asyncio.Semaphore(REGISTER_CONCURRENCY)
         for index, name in enumerate(names):
             runtime: Runtime
             if o.runtime == "process":
@@ -251,8 +289,11 @@ class KubeletService:
                     pressure=pressure,
                     lease_interval=o.lease_interval,
                     status_interval=o.status_interval,
+                    informer=self.shared_informer,
+                    register_gate=gate,
                 )
             )
+            self._by_name[name] = self.nodes[-1]
 
     async def run(self) -> None:
         """Run until cancelled; containers keep running afterwards."""
@@ -265,6 +306,8 @@ class KubeletService:
             await self._build_nodes(self.port)
             tasks.append(asyncio.create_task(self.status.run(), name="pod status writer"))
             tasks += [r.start() for r in self.recorders]
+            if self.shared_informer is not None:
+                tasks.append(self.shared_informer.start())
             tasks += [
                 asyncio.create_task(n.run(), name=f"node {n.config.name}") for n in self.nodes
             ]

@@ -213,8 +213,11 @@ class NodeAgent:
         lease_interval: float = 10.0,
         status_interval: float = 10.0,
         status_report_interval: float = 300.0,
+        register_gate: asyncio.Semaphore | None = None,
     ) -> None:
         self.client = client
+        self.register_gate = register_gate
+        """Bounds concurrent registrations when one process hosts many nodes."""
         self.config = config
         self.pressure = pressure
         self.lease_interval = lease_interval
@@ -237,7 +240,11 @@ class NodeAgent:
     # ---- the loops -------------------------------------------------------------------------
 
     async def run(self) -> None:
-        await self.register()
+        if self.register_gate is not None:
+            async with self.register_gate:
+                await self.register()
+        else:
+            await self.register()
         lease = asyncio.create_task(self._lease_loop(), name=f"lease {self.config.name}")
         status = asyncio.create_task(self._status_loop(), name=f"node status {self.config.name}")
         try:
