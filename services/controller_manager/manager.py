@@ -141,9 +141,18 @@ def _replicaset(ctx: _Context) -> RunnableController:
     )
 
 
+def _garbagecollector(ctx: _Context) -> RunnableController:
+    from services.controller_manager.garbage_collector import GarbageCollector
+
+    return GarbageCollector(
+        client=ctx.client, informers=ctx.informers, workers=ctx.options.concurrent_gc_syncs
+    )
+
+
 CONTROLLERS: dict[str, Factory] = {
     "replicationcontroller": _replicationcontroller,
     "replicaset": _replicaset,
+    "garbagecollector": _garbagecollector,
 }
 """Every controller this process can run, by its ``--controllers`` name."""
 
