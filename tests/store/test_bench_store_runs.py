@@ -10,4 +10,5 @@ async def test_bench_prints_a_ratio_table() -> None:
     table = render(rows, count=20, rounds=1)
     lines = [line for line in table.splitlines() if line.startswith(("memory", "sqlite"))]
     assert len(lines) == 12
-    assert all(float(line.split()[-1]) > 0 for line in lines)
+    # the printed ratio may round to 0.000 for memory (a dict is that much faster); check figures
+    assert all(row.ops_per_s > 0 and row.ceiling_per_s > 0 for row in rows)
