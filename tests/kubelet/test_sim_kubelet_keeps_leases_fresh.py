@@ -1,0 +1,71 @@
+"""One sim kubelet process hosting 500 nodes keeps every node's Lease fresh."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from api.meta import parse_time
+from api.registry import REGISTRY
+from client.rest import ApiClient
+from tests.conftest import StartApiServer
+from tests.kubelet.kubelet_process import KubeletProcess
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+NODES = 500
+LEASE_SECONDS = 40
+
+
+async def test_500_simulated_nodes_renew_every_lease(
+    apiserver_process: StartApiServer, tmp_path: Path, kubelet_factory: list[KubeletProcess]
+) -> None:
+    api = apiserver_process(store="memory://")
+    kubelet = KubeletProcess(
+        server=api.url,
+        node_name="sim",
+        state_dir=tmp_path / "sim",
+        log_path=tmp_path / "sim.log",
+        args=["--runtime", "sim", "--nodes", str(NODES)],
+    )
+    kubelet_factory.append(kubelet)
+    kubelet.start()
+    leases = REGISTRY.get("coordination.k8s.io", "v1", "leases")
+    assert leases is not None
+    first: dict[str, str] = {}
+    renewed: dict[str, str] = {}
+    async with ApiClient(server=api.url) as client, asyncio.timeout(120):
+        listed = await client.list(leases, namespace="kube-node-lease")
+        for lease in listed["items"]:
+            first[lease["metadata"]["name"]] = lease["spec"]["renewTime"]
+        # every node creates its lease, then renews it: wait for a second renewTime from each
+        async with client.watch(
+            leases,
+            namespace="kube-node-lease",
+            resource_version=listed["metadata"]["resourceVersion"],
+        ) as stream:
+            async for event in stream:
+                if event.type not in ("ADDED", "MODIFIED"):
+                    continue
+                name = event.object["metadata"]["name"]
+                renew = event.object["spec"]["renewTime"]
+                if name not in first:
+                    first[name] = renew
+                elif renew != first[name]:
+                    renewed[name] = renew
+                if len(renewed) == NODES:
+                    break
+        final = await client.list(leases, namespace="kube-node-lease")
+    now = datetime.now(UTC)
+    ages = {
+        lease["metadata"]["name"]: (now - parse_time(lease["spec"]["renewTime"])).total_seconds()
+        for lease in final["items"]
+    }
+    assert sorted(renewed) == sorted(f"sim-{i}" for i in range(NODES))
+    assert len(ages) == NODES
+    stale = {name: age for name, age in ages.items() if age > LEASE_SECONDS / 2}
+    assert not stale, f"leases older than {LEASE_SECONDS / 2}s: {stale}"
+    assert "WARNING" not in kubelet.tail(200), kubelet.tail(40)
