@@ -1,0 +1,72 @@
+"""``python -m bench [--quick] [--only NAME,...] [--rounds R] [--store sqlite|memory] [--out PATH]``.
+
+Runs the suite (``bench.suite``): ceilings first, then the API, watch, end-to-end and scale
+scenarios; prints one table of figures with their ceiling ratios and anchors, and writes the
+same as JSON to ``bench/results/<date>.json`` (or ``--out``). ``make bench`` runs it;
+``make bench ARGS=--quick`` is the short run (about three minutes on two cores: no 10,000- or
+30,000-pod runs). ``--only`` takes scenario names or section names (``--list`` shows them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import tempfile
+from pathlib import Path
+
+from bench.harness import Context, render, run_scenarios, write_json
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[1])
+    parser.add_argument("--quick", action="store_true", help="short run, one round, small sizes")
+    parser.add_argument("--only", default="", help="comma-separated scenarios or sections")
+    parser.add_argument("--rounds", type=int, default=None, help="rounds per figure (3; quick 1)")
+    parser.add_argument(
+        "--store", choices=("sqlite", "memory"), default="sqlite",
+        help="store of the cluster scenarios (default sqlite, kubelite's default)",
+    )  # fmt: skip
+    parser.add_argument("--out", type=Path, default=None, help="JSON path (bench/results/<date>)")
+    parser.add_argument("--keep", type=Path, default=None, help="keep process logs in this dir")
+    parser.add_argument("--list", action="store_true", help="list the scenarios and exit")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from bench.suite import build_registry
+
+    raw = sys.argv[1:] if argv is None else argv
+    args = parse_args(raw)
+    registry = build_registry()
+    if args.list:
+        for s in registry:
+            print(f"{s.name:<22} {s.section:<9} {'' if s.quick else '(full only) '}{s.summary}")
+        return 0
+    only = [name for name in args.only.split(",") if name]
+    try:
+        scenarios = registry.select(only=only, quick=args.quick)
+    except KeyError as exc:
+        print(f"python -m bench: {exc.args[0]}", file=sys.stderr)
+        return 2
+    rounds = args.rounds or (1 if args.quick else 3)
+    command = shlex.join(["python", "-m", "bench", *raw])
+
+    def progress(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    with tempfile.TemporaryDirectory(prefix="kubelite-bench-") as tmp:
+        workdir = args.keep or Path(tmp)
+        workdir.mkdir(parents=True, exist_ok=True)
+        ctx = Context(quick=args.quick, rounds=rounds, workdir=workdir, store=args.store)
+        import uvloop
+
+        report = uvloop.run(run_scenarios(scenarios, ctx, command=command, progress=progress))
+    print(render(report))
+    path = write_json(report, args.out)
+    print(f"results: {path}")
+    return 1 if report.errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,306 @@
+"""A real kubelite cluster for one benchmark scenario: started, measured, always torn down.
+
+Why: end-to-end and scale figures only mean something with the real processes talking over
+real HTTP — ``python -m services.apiserver``, ``services.scheduler``,
+``services.controller_manager`` and ``services.kubelet --runtime sim --nodes M`` (one process
+hosting many simulated nodes, as kwok does) — each its own OS process, on free loopback ports,
+with its state in a temporary directory.
+
+What it owns:
+
+* ``Component``: one process; its stderr is pumped (by a named task) into a log file under the
+  work dir and scanned for the component's ready line; ``rss_bytes()`` and ``cpu_seconds()`` read
+  ``/proc/<pid>``; ``stop()`` is SIGTERM, then SIGKILL after 10 s;
+* ``Cluster``: the components and the apiserver URL; ``wait_nodes_ready(n)`` watches nodes
+  (an informer, no polling) until ``n`` report ``Ready=True``;
+* ``running_cluster(...)``: the async context manager that starts apiserver -> scheduler ->
+  controller-manager -> sim kubelets and stops them in reverse order however the block ends.
+
+What it does not do: restart crashed components (a crash fails the scenario, with the tail of
+the log in the error), or pin processes to cores — every process shares the machine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from api.registry import REGISTRY, ResourceType
+from client.informer import Informer
+from client.rest import ApiClient
+
+__all__ = ["Cluster", "Component", "ComponentFailed", "resource", "running_cluster"]
+
+log = logging.getLogger("bench.cluster")
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def resource(group: str, kind: str) -> ResourceType:
+    """The registered resource type of ``kind`` (a bench bug if it is not registered)."""
+    rt = REGISTRY.by_kind(group, kind)
+    if rt is None:
+        raise LookupError(f"no resource type {kind!r} in group {group!r}")
+    return rt
+
+
+NODES = resource("", "Node")
+_APISERVER_READY = re.compile(rb"apiserver listening on (http://127\.0\.0\.1:\d+)")
+_SCHEDULER_READY = re.compile(rb"scheduler serving on (http://127\.0\.0\.1:\d+)")
+_CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+class ComponentFailed(RuntimeError):
+    """A component exited or never became ready; the message carries its log's tail."""
+
+
+@dataclass(slots=True)
+class Component:
+    """One kubelite process: started, pumped into a log file, measured, stopped."""
+
+    name: str
+    argv: list[str]
+    log_path: Path
+    ready: re.Pattern[bytes] | None = None
+    """Pattern of the line that says the process is serving; group 1, if any, is its URL."""
+    url: str | None = None
+    process: asyncio.subprocess.Process | None = None
+    _ready: asyncio.Event = field(default_factory=asyncio.Event)
+    _pump: asyncio.Task[None] | None = None
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None, f"{self.name} not started"
+        return self.process.pid
+
+    async def start(self, *, within: float = 60.0) -> None:
+        self.process = await asyncio.create_subprocess_exec(
+            *self.argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )  # fmt: skip
+        self._pump = asyncio.create_task(self._copy_log(), name=f"log pump {self.name}")
+        if self.ready is None:
+            return
+        exited = asyncio.create_task(self.process.wait(), name=f"exit watch {self.name}")
+        ready = asyncio.create_task(self._ready.wait(), name=f"ready watch {self.name}")
+        try:
+            done, _ = await asyncio.wait({exited, ready}, timeout=within,
+                                         return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
+        finally:
+            exited.cancel()
+            ready.cancel()
+        if ready not in done:
+            raise ComponentFailed(f"{self.name} not ready in {within:.0f}s:\n{self.log_tail()}")
+
+    async def _copy_log(self) -> None:
+        assert self.process is not None and self.process.stderr is not None
+        with self.log_path.open("ab") as out:
+            while line := await self.process.stderr.readline():
+                out.write(line)
+                if not self._ready.is_set() and self.ready is not None:
+                    match = self.ready.search(line)
+                    if match:
+                        self.url = match.group(1).decode() if match.groups() else None
+                        out.flush()
+                        self._ready.set()
+
+    def log_tail(self, chars: int = 3000) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-chars:]
+        except FileNotFoundError:
+            return "(no log)"
+
+    def running(self) -> bool:
+        return self.process is not None and self.process.returncode is None
+
+    def rss_bytes(self) -> int:
+        """Resident set size from ``/proc/<pid>/status`` (VmRSS)."""
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+        raise ComponentFailed(f"{self.name}: no VmRSS in /proc/{self.pid}/status")
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU time so far, from ``/proc/<pid>/stat``."""
+        stat = Path(f"/proc/{self.pid}/stat").read_text()
+        fields = stat[stat.rindex(")") + 2 :].split()
+        return (int(fields[11]) + int(fields[12])) / _CLK_TCK  # utime, stime
+
+    async def stop(self) -> None:
+        if self.process is not None and self.process.returncode is None:
+            self.process.terminate()
+            try:
+                await asyncio.wait_for(self.process.wait(), 10)
+            except TimeoutError:
+                log.warning("%s ignored SIGTERM for 10s; killing it", self.name)
+                self.process.kill()
+                await self.process.wait()
+        if self._pump is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait_for(self._pump, 5)
+
+
+@dataclass(slots=True)
+class Cluster:
+    workdir: Path
+    components: list[Component] = field(default_factory=list)
+
+    @property
+    def apiserver(self) -> Component:
+        return self.components[0]
+
+    @property
+    def url(self) -> str:
+        assert self.apiserver.url is not None
+        return self.apiserver.url
+
+    def component(self, name: str) -> Component:
+        for c in self.components:
+            if c.name == name:
+                return c
+        raise KeyError(name)
+
+    def check_alive(self) -> None:
+        for c in self.components:
+            if not c.running():
+                raise ComponentFailed(f"{c.name} exited:\n{c.log_tail()}")
+
+    def rss(self) -> dict[str, int]:
+        return {c.name: c.rss_bytes() for c in self.components if c.running()}
+
+    def cpu(self) -> dict[str, float]:
+        return {c.name: c.cpu_seconds() for c in self.components if c.running()}
+
+    async def add(self, component: Component, *, within: float = 60.0) -> Component:
+        self.components.append(component)
+        await component.start(within=within)
+        return component
+
+    async def wait_nodes_ready(self, count: int, *, within: float) -> float:
+        """Watch nodes until ``count`` are Ready; seconds it took."""
+        start = time.perf_counter()
+        ready: set[str] = set()
+        enough = asyncio.Event()
+
+        def saw(obj: Mapping[str, Any]) -> None:
+            conditions = (obj.get("status") or {}).get("conditions") or []
+            if any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions):
+                ready.add(obj["metadata"]["name"])
+                if len(ready) >= count:
+                    enough.set()
+
+        async with ApiClient(server=self.url) as client:
+            informer = Informer(client, NODES, name="bench nodes")
+            informer.add_handler(on_add=saw, on_update=lambda _old, new: saw(new))
+            task = informer.start()
+            try:
+                await self._wait(enough, within=within, what=f"{count} Ready nodes ({len(ready)})")
+            finally:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+        return time.perf_counter() - start
+
+    async def _wait(self, event: asyncio.Event, *, within: float, what: str) -> None:
+        """Wait for ``event``; fail early if a component dies meanwhile."""
+        deadline = time.monotonic() + within
+        while not event.is_set():
+            self.check_alive()
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"no {what} after {within:.0f}s")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(event.wait(), min(remaining, 2.0))
+
+    async def wait_for(self, event: asyncio.Event, *, within: float, what: str) -> None:
+        await self._wait(event, within=within, what=what)
+
+    async def stop(self) -> None:
+        for component in reversed(self.components):
+            try:
+                await component.stop()
+            except Exception:
+                log.exception("stopping %s failed; going on with the rest", component.name)
+
+
+def _py(module: str, *args: str) -> list[str]:
+    return [sys.executable, "-m", module, *args]
+
+
+def _store_url(store: str, workdir: Path) -> str:
+    if store == "memory":
+        return "memory://"
+    if store == "sqlite":
+        return f"sqlite:///{workdir}/kubelite.db"
+    return store
+
+
+@contextlib.asynccontextmanager
+async def running_cluster(
+    *,
+    workdir: Path,
+    nodes: int,
+    store: str = "sqlite",
+    kubelet_processes: int = 1,
+    scheduler: bool = True,
+    controller_manager: bool = True,
+    max_pods: int = 110,
+    sim_start_delay: float = 0.0,
+    watch_cache_size: int = 100_000,
+    extra_apiserver_args: Sequence[str] = (),
+) -> AsyncIterator[Cluster]:
+    """Start a cluster of ``nodes`` sim nodes (split over ``kubelet_processes`` kubelets) and wait
+    until they are Ready; stop every process on the way out, in reverse order."""
+    await asyncio.to_thread(workdir.mkdir, parents=True, exist_ok=True)
+    cluster = Cluster(workdir=workdir)
+    quiet = ("--log-level", "WARNING")
+    try:
+        await cluster.add(Component(
+            "apiserver",
+            _py("services.apiserver", "--store", _store_url(store, workdir),
+                "--state-dir", str(workdir / "apiserver"), "--insecure-port", "0",
+                "--watch-cache-size", str(watch_cache_size), *quiet, *extra_apiserver_args),
+            workdir / "apiserver.log", _APISERVER_READY,
+        ))  # fmt: skip
+        server = cluster.url
+        if scheduler:
+            await cluster.add(Component(
+                "scheduler",
+                _py("services.scheduler", "--server", server, "--port", "0",
+                    "--no-leader-elect", *quiet),
+                workdir / "scheduler.log", _SCHEDULER_READY,
+            ))  # fmt: skip
+        if controller_manager:
+            await cluster.add(Component(
+                "controller-manager",
+                _py("services.controller_manager", "--server", server, "--healthz-port", "0",
+                    "--leader-elect", "false", *quiet),
+                workdir / "controller-manager.log",
+            ))  # fmt: skip
+        per_process = [nodes // kubelet_processes + (i < nodes % kubelet_processes)
+                       for i in range(kubelet_processes)]  # fmt: skip
+        for index, count in enumerate(n for n in per_process if n):
+            name = f"kubelet-{index}"
+            await cluster.add(Component(
+                name,
+                _py("services.kubelet", "--server", server, "--runtime", "sim",
+                    "--nodes", str(count), "--node-name", f"sim{index}", "--port", "0",
+                    "--state-dir", str(workdir / name), "--cpu", "64", "--memory", "256Gi",
+                    "--max-pods", str(max_pods), "--sim-start-delay", str(sim_start_delay),
+                    *quiet),
+                workdir / f"{name}.log",
+            ))  # fmt: skip
+        if nodes:
+            await cluster.wait_nodes_ready(nodes, within=60 + nodes / 10)
+        yield cluster
+    finally:
+        await cluster.stop()

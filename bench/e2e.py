@@ -1,0 +1,250 @@
+"""End to end: replication controllers of N pods on M sim nodes, from creation to Running.
+
+Why: the figure a person feels is how long ``kubectl apply -f rc.yaml`` takes to turn into N
+Running pods — the seed's whole 13-step flow (controller-manager creates pods, scheduler binds
+them, kubelets start them and report status), every step a real process over HTTP. Anchors:
+kwok creates pods at 20 pods/s by default; Kubernetes' pod startup SLO is p99 <= 5 s at a
+churn of 20 pods/s.
+
+Measurements (each on a fresh ``bench.cluster``, sim kubelets hosting M nodes):
+
+* ``rc NxM``: ``controllers`` RCs (10 by default, 1 for N <= 1,000) with N replicas in all are
+  created at once; a pod informer in this process records when each pod is first seen and when
+  it is first seen ``Running``. Figures: seconds until all N are Running (from the first RC
+  create), pods/s (N over that), and pod startup latency p50/p99 (first seen -> Running; the
+  apiserver stamps ``creationTimestamp`` to the second only, so the watch's first sight stands
+  in for it — it trails the real creation by the watch latency);
+* ``startup at churn``: bare pods created open-loop at 20/s for a while; startup latency from
+  the create request to Running seen on the watch: the SLO's own setting.
+
+Limits: all processes share the machine's cores (2 here), so the figures are what a laptop-size
+machine does, not a ceiling; the sim runtime reports Running right away (``--sim-start-delay
+0``), so startup latency is the control plane's alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from bench.cluster import Cluster, resource, running_cluster
+from bench.harness import (
+    ANCHORS,
+    Context,
+    Figure,
+    ScenarioRun,
+    collect_rounds,
+    figure,
+    percentile,
+)
+from client.informer import Informer
+from client.rest import ApiClient
+
+__all__ = ["PodClock", "measure_rc", "measure_startup_churn", "rc_scenario", "startup_scenario"]
+
+PODS = resource("", "Pod")
+RCS = resource("", "ReplicationController")
+
+NAMESPACE = "default"
+
+
+def rc_body(name: str, *, replicas: int) -> dict[str, Any]:
+    labels = {"app": "e2e", "rc": name}
+    return {
+        "apiVersion": "v1",
+        "kind": "ReplicationController",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": {
+            "replicas": replicas,
+            "selector": labels,
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{
+                    "name": "web", "image": "nginx:1.27",
+                    "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}},
+                }]},
+            },
+        },
+    }  # fmt: skip
+
+
+def pod_body(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"app": "e2e"}},
+        "spec": {"containers": [{
+            "name": "web", "image": "nginx:1.27",
+            "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}},
+        }]},
+    }  # fmt: skip
+
+
+class PodClock:
+    """A pod informer noting when each pod was first seen and first seen Running."""
+
+    def __init__(self, client: ApiClient, *, expected: int) -> None:
+        self.expected = expected
+        self.first_seen: dict[str, float] = {}
+        self.running: dict[str, float] = {}
+        self.all_running = asyncio.Event()
+        self.informer = Informer(client, PODS, namespace=NAMESPACE, label_selector="app=e2e",
+                                 name="bench e2e pods")  # fmt: skip
+        self.informer.add_handler(on_add=self._saw, on_update=lambda _old, new: self._saw(new))
+
+    def _saw(self, obj: Mapping[str, Any]) -> None:
+        now = time.perf_counter()
+        name = obj["metadata"]["name"]
+        self.first_seen.setdefault(name, now)
+        if name not in self.running and (obj.get("status") or {}).get("phase") == "Running":
+            self.running[name] = now
+            if len(self.running) >= self.expected:
+                self.all_running.set()
+
+    def start(self) -> asyncio.Task[None]:
+        return self.informer.start()
+
+
+async def measure_rc(cluster: Cluster, *, pods: int, controllers: int) -> dict[str, float]:
+    """Create ``controllers`` RCs totalling ``pods`` replicas; time until all are Running."""
+    async with ApiClient(server=cluster.url) as client:
+        clock = PodClock(client, expected=pods)
+        task = clock.start()
+        try:
+            await clock.informer.wait_synced()
+            start = time.perf_counter()
+            share = [pods // controllers + (i < pods % controllers) for i in range(controllers)]
+            await asyncio.gather(*(
+                client.create(RCS, rc_body(f"e2e-{i}", replicas=n), namespace=NAMESPACE)
+                for i, n in enumerate(share)
+            ))  # fmt: skip
+            await cluster.wait_for(clock.all_running, within=120 + pods / 5,
+                                   what=f"{pods} Running pods")  # fmt: skip
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+    took = max(clock.running.values()) - start
+    startup = [clock.running[n] - clock.first_seen[n] for n in clock.running]
+    return {
+        "all Running": took,
+        "pods/s": pods / took,
+        "startup p50": percentile(startup, 0.5),
+        "startup p99": percentile(startup, 0.99),
+    }
+
+
+async def measure_startup_churn(
+    cluster: Cluster, *, rate: float, seconds: float
+) -> dict[str, float]:
+    """Bare pods created open-loop at ``rate``/s for ``seconds``; create -> Running latency."""
+    count = int(rate * seconds)
+    sent: dict[str, float] = {}
+    async with ApiClient(server=cluster.url) as client:
+        clock = PodClock(client, expected=count)
+        task = clock.start()
+        try:
+            await clock.informer.wait_synced()
+
+            async def create(name: str) -> None:
+                sent[name] = time.perf_counter()
+                await client.create(PODS, pod_body(name), namespace=NAMESPACE)
+
+            creates = []
+            began = time.perf_counter()
+            for i in range(count):
+                # pacing of an open-loop load: each create is sent at its own slot
+                await asyncio.sleep(max(0.0, began + i / rate - time.perf_counter()))
+                creates.append(asyncio.create_task(create(f"churn-{i:06d}")))
+            await asyncio.gather(*creates)
+            await cluster.wait_for(clock.all_running, within=120, what=f"{count} Running pods")
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+    startup = [clock.running[n] - sent[n] for n in sent]
+    return {"startup p50": percentile(startup, 0.5), "startup p99": percentile(startup, 0.99)}
+
+
+def _units(name: str) -> str:
+    return {"all Running": "s", "pods/s": "pods/s"}.get(name, "s")
+
+
+def _anchor(name: str, *, churn: bool) -> Any:
+    if name == "pods/s":
+        return ANCHORS["kwok"]
+    if name == "startup p99" and churn:
+        return ANCHORS["startup-slo"]
+    return None
+
+
+def rc_scenario(*, pods: int, nodes: int, controllers: int | None = None) -> ScenarioRun:
+    """A scenario function for ``pods`` replicas on ``nodes`` sim nodes."""
+    rcs = controllers or (1 if pods <= 1000 else 10)
+    name = f"e2e {pods}x{nodes}"
+
+    async def run(ctx: Context) -> list[Figure]:
+        async def once(index: int) -> Mapping[str, float]:
+            workdir = ctx.workdir / f"e2e-{pods}x{nodes}-{index}"
+            async with running_cluster(workdir=workdir, nodes=nodes, store=ctx.store,
+                                       max_pods=max(110, 2 * pods // nodes)) as cluster:  # fmt: skip
+                return await measure_rc(cluster, pods=pods, controllers=rcs)
+
+        samples = await collect_rounds(once, rounds=_rounds(ctx, pods))
+        note = f"{rcs} RC(s), {ctx.store} store; startup = first seen on the watch -> Running"
+        return [
+            figure(name, key, unit=_units(key), samples=values,
+                   anchor=_anchor(key, churn=False), note=note if key == "all Running" else "")
+            for key, values in samples.items()
+        ]  # fmt: skip
+
+    return run
+
+
+def startup_scenario(*, nodes: int, rate: float = 20.0) -> ScenarioRun:
+    async def run(ctx: Context) -> list[Figure]:
+        seconds = 15.0 if ctx.quick else 60.0
+
+        async def once(index: int) -> Mapping[str, float]:
+            workdir = ctx.workdir / f"startup-churn-{index}"
+            async with running_cluster(workdir=workdir, nodes=nodes, store=ctx.store) as cluster:
+                return await measure_startup_churn(cluster, rate=rate, seconds=seconds)
+
+        samples = await collect_rounds(once, rounds=ctx.rounds)
+        note = (
+            f"{int(rate * seconds)} bare pods at {rate:.0f}/s on {nodes} nodes, create -> Running"
+        )
+        return [
+            figure(f"startup at {rate:.0f}/s", key, unit="s", samples=values,
+                   anchor=_anchor(key, churn=True), note=note if key == "startup p99" else "")
+            for key, values in samples.items()
+        ]  # fmt: skip
+
+    return run
+
+
+def _rounds(ctx: Context, pods: int) -> int:
+    """The 10,000-pod runs take minutes each: at most two rounds of them."""
+    return ctx.rounds if pods <= 1000 else min(ctx.rounds, 2)
+
+
+def scheduler_scenario(*, pods: int, nodes: int) -> ScenarioRun:
+    """``bench.scheduler``'s backlog phase: the scheduler's own pods/s, plugged in as is."""
+
+    async def run(ctx: Context) -> list[Figure]:
+        from bench.scheduler import run_case
+
+        async def once(index: int) -> Mapping[str, float]:
+            workdir = ctx.workdir / f"scheduler-{pods}x{nodes}-{index}"
+            workdir.mkdir(parents=True, exist_ok=True)
+            result = await run_case(pods, nodes, "backlog", concurrency=32, workdir=Path(workdir))
+            return {"pods/s": result.pods_per_s}
+
+        samples = await collect_rounds(once, rounds=ctx.rounds)
+        return [figure(f"scheduler {pods}x{nodes}", "pods/s", unit="pods/s",
+                       samples=samples["pods/s"], anchor=ANCHORS["scheduler"],
+                       note="bench.scheduler backlog phase: all pods pending, then the "
+                            "scheduler starts; bindings over HTTP")]  # fmt: skip
+
+    return run

@@ -1,0 +1,163 @@
+"""The suite ``python -m bench`` runs: which scenarios, in what order, at what sizes.
+
+Why a module of its own: the harness knows nothing of kubelite, and each scenario module knows
+nothing of the others; this is where they meet. It is also where other engineers' benches plug
+in as they are — ``bench.api`` (``measure_requests``, ``measure_fanout``, ``server_process``)
+and ``bench.scheduler`` (``run_case``) are imported and called, never copied. Imports happen
+inside each scenario, so a module that fails to import fails its own scenario only.
+
+Order: the ceilings come first (every ratio refers to them), then the API, watch, scheduler,
+end-to-end and scale sections. Scenarios marked ``quick=False`` (the 10,000- and 30,000-pod
+runs, 1,000-node clusters) run only without ``--quick``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Mapping
+
+import aiohttp
+
+from bench import ceilings
+from bench.e2e import rc_scenario, scheduler_scenario, startup_scenario
+from bench.harness import ANCHORS, Context, Figure, Registry, Scenario, collect_rounds, figure
+from bench.scale import scale_scenario, time_list
+
+__all__ = ["build_registry"]
+
+CHURN_RATE = 20.0
+"""Requests/s of the steady churn: the load Kubernetes' SLOs are stated at."""
+LIST_PODS = 10_000
+
+
+def _store_url(ctx: Context, name: str) -> str:
+    return "memory://" if ctx.store == "memory" else f"sqlite:///{ctx.workdir}/{name}.db"
+
+
+async def _fill(url: str, *, count: int, prefix: str, in_flight: int = 64) -> None:
+    """Create ``count`` small pods as fast as the apiserver takes them."""
+    from bench.api import pod_body
+
+    names = iter(range(count))
+    async with aiohttp.ClientSession(url, connector=aiohttp.TCPConnector(limit=in_flight)) as s:
+
+        async def worker() -> None:
+            for i in names:
+                body = pod_body(i)
+                body["metadata"]["name"] = f"{prefix}-{i:06d}"
+                async with s.post("/api/v1/namespaces/default/pods", data=json.dumps(body),
+                                  headers={"Content-Type": "application/json"}) as resp:  # fmt: skip
+                    await resp.read()
+                    if resp.status != 201:
+                        raise RuntimeError(f"fill create answered {resp.status}")
+
+        await asyncio.gather(*(worker() for _ in range(in_flight)))
+
+
+async def run_api(ctx: Context) -> list[Figure]:
+    from bench.api import apiserver_argv, measure_requests, server_process
+    from bench.churn import measure_churn
+
+    async def once(index: int) -> Mapping[str, float]:
+        values: dict[str, float] = {}
+        async with server_process(apiserver_argv(_store_url(ctx, f"api-{index}"))) as url:
+            figures = await measure_requests(url, "apiserver", count=ceilings.request_count(ctx),
+                                             in_flight=ceilings.REQUEST_CONCURRENCY)  # fmt: skip
+            for f in figures:
+                values[f"{f.op}s/s"] = f.per_s
+                values[f"{f.op} p50 at saturation"] = f.p50_ms
+                values[f"{f.op} p99 at saturation"] = f.p99_ms
+            churn = await measure_churn(url, rate=CHURN_RATE, seconds=10 if ctx.quick else 30,
+                                        prefix=f"churn{index}")  # fmt: skip
+            for key, value in churn.items():
+                values[f"{key} at {CHURN_RATE:.0f}/s"] = value
+        async with server_process(apiserver_argv(_store_url(ctx, f"list-{index}"))) as url:
+            await _fill(url, count=LIST_PODS, prefix="list")
+            seconds, items = await time_list(url, path="/api/v1/namespaces/default/pods")
+            if items != LIST_PODS:
+                raise RuntimeError(f"list returned {items} pods, expected {LIST_PODS}")
+            values[f"list {LIST_PODS // 1000}k pods"] = sorted(seconds)[len(seconds) // 2]
+        return values
+
+    samples = await collect_rounds(once, rounds=ctx.rounds)
+    ceiling_of = {
+        "creates/s": "ceilings/aiohttp POST",
+        "gets/s": "ceilings/aiohttp GET",
+        "create p50 at saturation": "ceilings/aiohttp POST p50",
+        "create p99 at saturation": "ceilings/aiohttp POST p99",
+        "get p50 at saturation": "ceilings/aiohttp GET p50",
+        "get p99 at saturation": "ceilings/aiohttp GET p99",
+    }
+    out = []
+    for key, values in samples.items():
+        scenario, name = "api", key
+        if key.startswith("watch "):
+            scenario, name = "watch", key.replace("watch ", "latency ")
+        unit = "req/s" if key.endswith("/s") and " at " not in key else "ms"
+        if key.startswith("list"):
+            unit = "s"
+        if key.startswith("creates/s sent"):
+            unit = "req/s"
+        anchor = None
+        if " p99 " in f"{key} " and not key.startswith("watch"):
+            anchor = ANCHORS["api-slo"]
+        if key.startswith("list"):
+            anchor = ANCHORS["list-namespace-slo"]
+        note = ""
+        if key == "creates/s":
+            note = f"{ceilings.REQUEST_CONCURRENCY} in flight, {ctx.store} store"
+        if key.startswith("create p99 at 20"):
+            note = "open loop: 20 creates/s and 20 gets/s, each request sent at its slot"
+        out.append(figure(scenario, name, unit=unit, samples=values,
+                          ceiling=ceiling_of.get(key), anchor=anchor, note=note))  # fmt: skip
+    return out
+
+
+async def run_watch(ctx: Context) -> list[Figure]:
+    from bench.api import apiserver_argv, measure_fanout, server_process
+
+    async def once(index: int) -> Mapping[str, float]:
+        values = {}
+        for watchers in ceilings.FANOUT_WATCHERS:
+            store = _store_url(ctx, f"watch-{index}-{watchers}")
+            async with server_process(apiserver_argv(store)) as url:
+                values[f"fan-out to {watchers} watchers"] = await measure_fanout(
+                    url, watchers=watchers,
+                    events=ceilings.fanout_events(watchers, quick=ctx.quick),
+                )  # fmt: skip
+        return values
+
+    samples = await collect_rounds(once, rounds=ctx.rounds)
+    return [
+        figure("watch", key, unit="events/s", samples=values, ceiling=f"ceilings/{key}")
+        for key, values in samples.items()
+    ]
+
+
+def build_registry() -> Registry:
+    return Registry([
+        Scenario("ceilings", "ceilings", ceilings.run,
+                 "plain aiohttp GET/POST, sqlite3 commits, chunked fan-out"),
+        Scenario("api", "api", run_api,
+                 "creates/gets at saturation, latency at 20 req/s, list of 10k pods"),
+        Scenario("watch", "watch", run_watch, "events/s to 10/100/1,000 watchers"),
+        Scenario("scheduler-1000x100", "scheduler", scheduler_scenario(pods=1000, nodes=100),
+                 "bench.scheduler backlog: 1,000 pods on 100 nodes"),
+        Scenario("scheduler-1000x1000", "scheduler", scheduler_scenario(pods=1000, nodes=1000),
+                 "bench.scheduler backlog: 1,000 pods on 1,000 nodes", quick=False),
+        Scenario("e2e-1000x100", "e2e", rc_scenario(pods=1000, nodes=100),
+                 "RC of 1,000 pods on 100 sim nodes until all Running"),
+        Scenario("startup-churn", "e2e", startup_scenario(nodes=100),
+                 "pod startup latency at 20 pods/s on 100 sim nodes"),
+        Scenario("e2e-1000x1000", "e2e", rc_scenario(pods=1000, nodes=1000),
+                 "RC of 1,000 pods on 1,000 sim nodes", quick=False),
+        Scenario("e2e-10000x100", "e2e", rc_scenario(pods=10_000, nodes=100),
+                 "10 RCs, 10,000 pods on 100 sim nodes", quick=False),
+        Scenario("e2e-10000x1000", "e2e", rc_scenario(pods=10_000, nodes=1000),
+                 "10 RCs, 10,000 pods on 1,000 sim nodes", quick=False),
+        Scenario("scale-100x3000", "scale", scale_scenario(nodes=100, pods=3000),
+                 "hold 100 nodes + 3,000 pods: leases, RSS, full list"),
+        Scenario("scale-1000x30000", "scale", scale_scenario(nodes=1000, pods=30_000),
+                 "hold 1,000 nodes + 30,000 pods: leases, RSS, full list", quick=False),
+    ])  # fmt: skip
