@@ -3,8 +3,11 @@
 Composition root: parses flags, builds the runtime(s), one ``NodeKubelet`` per node (one with
 ``--runtime process``; ``--nodes N`` simulated ones named ``<node-name>-0`` ... with
 ``--runtime sim``), the shared status manager and event recorders, and the kubelet HTTP server
-for logs and exec — then runs them on uvloop until SIGTERM/SIGINT. Stopping the kubelet never
-stops containers: they keep running and a restarted kubelet re-adopts them from ``--state-dir``.
+for logs and exec — then runs them on uvloop until SIGTERM/SIGINT. Stopping the kubelet does not
+stop containers: they keep running and a restarted kubelet re-adopts them from ``--state-dir`` —
+unless ``--stop-pods-on-exit`` asks a clean stop (SIGTERM/SIGINT, never SIGKILL) to stop them
+too, as ``kubelite up`` does when the whole cluster shuts down (pods keep their sandboxes and
+addresses, so the next start restarts their containers in place).
 
 The server is started first so the node can advertise its real port (``--port 0`` picks a free
 one, which is what tests do).
@@ -47,6 +50,8 @@ log = logging.getLogger("kubelet")
 
 REGISTER_CONCURRENCY = 32
 """Simulated nodes registering at once: a thousand simultaneous POSTs overflow a listen backlog."""
+STOP_PODS_GRACE = 10.0
+"""With ``--stop-pods-on-exit``: seconds between SIGTERM and SIGKILL for each container."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +76,7 @@ class KubeletOptions:
     lease_interval: float = 10.0
     status_interval: float = 10.0
     status_workers: int = 4
+    stop_pods_on_exit: bool = False
 
     @property
     def resolved_state_dir(self) -> Path:
@@ -132,6 +138,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sim-start-delay", type=float, default=0.0, help="seconds until Running (sim)")
     p.add_argument("--node-lease-renew-interval", type=float, default=10.0)
     p.add_argument("--node-status-update-frequency", type=float, default=10.0)
+    p.add_argument(
+        "--stop-pods-on-exit",
+        action="store_true",
+        help="on SIGTERM/SIGINT also stop every container (default: they keep running)",
+    )
     p.add_argument("-v", "--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
     return p
 
@@ -164,6 +175,7 @@ def parse_args(argv: Sequence[str]) -> tuple[KubeletOptions, str]:
             sim_start_delay=a.sim_start_delay,
             lease_interval=a.node_lease_renew_interval,
             status_interval=a.node_status_update_frequency,
+            stop_pods_on_exit=a.stop_pods_on_exit,
         ),
         level,
     )
@@ -325,12 +337,26 @@ class KubeletService:
             for task in reversed(tasks):
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            if self.options.stop_pods_on_exit:
+                await self._stop_containers()
             for runtime in self.runtimes:
                 with contextlib.suppress(Exception):
                     await runtime.close()
             if self._runner is not None:
                 await self._runner.cleanup()
             await self.client.close()
+
+    async def _stop_containers(self) -> None:
+        """Stop every running container (the pod workers are already cancelled)."""
+        stops = [
+            runtime.stop_container(record.container_id, grace_period=STOP_PODS_GRACE)
+            for runtime in self.runtimes
+            for record in runtime.list_containers()
+            if record.running
+        ]
+        if stops:
+            log.info("kubelet: stopping %d container(s) before exiting", len(stops))
+            await asyncio.gather(*stops, return_exceptions=True)
 
 
 async def _serve(options: KubeletOptions) -> int:
@@ -344,7 +370,11 @@ async def _serve(options: KubeletOptions) -> int:
         nonlocal stopping
         if not stopping:
             stopping = True
-            log.info("kubelet: %s received; stopping (containers keep running)", signame)
+            log.info(
+                "kubelet: %s received; stopping (%s)",
+                signame,
+                "containers too" if options.stop_pods_on_exit else "containers keep running",
+            )
             main_task.cancel()
 
     for sig in (signal.SIGTERM, signal.SIGINT):
