@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import fcntl
 import os
 import pty
+import shutil
 import signal
 import struct
+import sys
 import termios
 from collections.abc import Mapping
 
@@ -148,8 +151,14 @@ class ProcessExecSession:
         self._close_master()
 
 
-def _make_controlling_tty() -> None:  # runs in the child between fork and exec
-    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+_WITH_CTTY = (
+    "import fcntl, os, sys, termios\n"
+    "os.setsid()\n"
+    "fcntl.ioctl(0, termios.TIOCSCTTY, 0)\n"
+    "os.execvp(sys.argv[1], sys.argv[1:])\n"
+)
+"""Runs the command as a session leader with the pty as its controlling terminal. A tiny python
+prelude instead of ``preexec_fn``, which uvloop runs before the child's stdio is in place."""
 
 
 async def start_exec(
@@ -160,18 +169,24 @@ async def start_exec(
     tty: bool,
 ) -> ProcessExecSession:
     """Start ``command``; raises ``FileNotFoundError``/``PermissionError`` if it cannot run."""
+    program = command[0]
+    if "/" not in program and shutil.which(program, path=env.get("PATH")) is None:
+        raise FileNotFoundError(errno.ENOENT, "executable file not found in $PATH", program)
     if tty:
         master, slave = pty.openpty()
         try:
             proc = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-I",
+                "-S",
+                "-c",
+                _WITH_CTTY,
                 *command,
                 stdin=slave,
                 stdout=slave,
                 stderr=slave,
                 env=dict(env),
                 cwd=cwd,
-                start_new_session=True,
-                preexec_fn=_make_controlling_tty,
             )
         except BaseException:
             os.close(master)
