@@ -194,3 +194,33 @@ async def follow_log_until(c: Cluster, name: str, needle: str) -> None:
             if needle.encode() in seen:
                 return
     raise AssertionError(f"{needle!r} not in the log of {name}: {seen!r}")
+
+
+async def test_an_image_change_restarts_that_container_with_the_new_image(cluster: Cluster) -> None:
+    p = await create_and_wait(
+        cluster,
+        pod("swap", cluster.node, sh("echo $HOSTNAME; sleep 3600"), sh("sleep 3600", name="side")),
+        lambda p: phase(p) == "Running",
+    )
+    old_id = cstatus(p)["containerID"]
+    side_id = cstatus(p, 1)["containerID"]
+    containers = p["spec"]["containers"]
+    containers[0]["image"] = "alpine:3.20"
+    await cluster.client.patch(
+        pods_rt(),
+        "swap",
+        {"spec": {"containers": containers}},
+        namespace="default",
+        patch_type="strategic",
+    )
+    p = await wait_for_object(
+        cluster.client,
+        pods_rt(),
+        "swap",
+        lambda p: cstatus(p).get("image") == "alpine:3.20" and "running" in cstatus(p)["state"],
+        namespace="default",
+    )
+    assert p is not None
+    assert cstatus(p)["containerID"] != old_id and cstatus(p)["restartCount"] == 1
+    assert cstatus(p, 1)["containerID"] == side_id  # the other container was left alone
+    assert cstatus(p)["lastState"]["terminated"]["containerID"] == old_id
