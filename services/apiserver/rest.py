@@ -127,7 +127,7 @@ async def create(request: web.Request, ctx: ApiContext, target: Target) -> web.R
     dry_run = is_dry_run(request)
     generate = meta.get("generateName") if not meta.get("name") else None
     for attempt in range(_GENERATE_ATTEMPTS if generate else 1):
-        obj = copy.deepcopy(body)
+        obj = copy.deepcopy(body) if generate else body
         obj_meta = obj["metadata"]
         if generate and isinstance(generate, str):
             obj_meta["name"] = generate + "".join(

@@ -1,0 +1,371 @@
+"""apiserver benchmark: creates/s, gets/s and latency through the real apiserver, beside a plain
+aiohttp handler doing the same JSON work in the same run; and watch fan-out events/s.
+
+Why a baseline: requests/s alone says as much about the machine as about the apiserver. The
+baseline is an aiohttp server (same process layout, same uvloop, same client) whose handlers do
+the JSON work any server must do — decode the body, stamp uid/timestamp/resourceVersion,
+encode, keep it in a dict, answer — and nothing else. ``ratio`` = apiserver / baseline, so the
+cost of kubelite's layers (routing, validation, defaulting, admission, the store, the watch
+cache) is what it shows.
+
+Layout: each server runs as its own process (``python -m services.apiserver --store URL
+--insecure-port 0``; the baseline is this module with ``--serve-baseline``), the client is this
+process: two processes, two cores. Creates and gets are driven with ``--concurrency`` requests
+in flight over keep-alive connections; latency percentiles are per request, client-measured.
+
+Watch fan-out: W watchers (10, 100, 1000) stream ``/api/v1/namespaces/default/pods?watch=1``;
+then E pods are created; the figure is W x E deliveries divided by the time from the first
+create to the last event received by the last watcher.
+
+Run: ``python -m bench.api [--quick] [-n N] [--concurrency C] [--watchers 10,100,1000]``.
+Prints tables; not a test (nothing is asserted).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+ROOT = Path(__file__).resolve().parent.parent
+READY = re.compile(rb"listening on (http://[0-9.]+:\d+)")
+
+
+def pod_body(i: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": f"bench-{i:06d}", "labels": {"app": "bench", "shard": str(i % 8)}},
+        "spec": {
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "nginx:1.27",
+                    "ports": [{"containerPort": 80}],
+                    "env": [{"name": "INDEX", "value": str(i)}],
+                    "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
+                }
+            ]
+        },
+    }
+
+
+# -- the baseline server ---------------------------------------------------------------------
+
+
+def serve_baseline() -> None:
+    """A plain aiohttp app doing the same JSON work per request; prints its URL like ours."""
+    import uvloop
+    from aiohttp import web
+
+    objects: dict[str, bytes] = {}
+    revision = 0
+
+    async def create(request: web.Request) -> web.Response:
+        nonlocal revision
+        obj = json.loads(await request.read())
+        meta = obj["metadata"]
+        meta["namespace"] = request.match_info["ns"]
+        meta["uid"] = str(uuid.uuid4())
+        meta["creationTimestamp"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        revision += 1
+        meta["resourceVersion"] = str(revision)
+        data = json.dumps(obj, separators=(",", ":")).encode()
+        objects[f"{meta['namespace']}/{meta['name']}"] = data
+        return web.Response(body=data, status=201, content_type="application/json")
+
+    async def get(request: web.Request) -> web.Response:
+        data = objects.get(f"{request.match_info['ns']}/{request.match_info['name']}")
+        if data is None:
+            return web.json_response({"kind": "Status", "code": 404}, status=404)
+        obj = json.loads(data)
+        return web.Response(
+            body=json.dumps(obj, separators=(",", ":")).encode(), content_type="application/json"
+        )
+
+    async def main() -> None:
+        app = web.Application()
+        app.router.add_post("/api/v1/namespaces/{ns}/pods", create)
+        app.router.add_get("/api/v1/namespaces/{ns}/pods/{name}", get)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = runner.addresses[0][1]
+        print(f"baseline listening on http://127.0.0.1:{port}", file=sys.stderr, flush=True)
+        await asyncio.Event().wait()
+
+    uvloop.run(main())
+
+
+# -- processes -------------------------------------------------------------------------------
+
+
+@contextlib.asynccontextmanager
+async def server_process(argv: list[str]) -> AsyncIterator[str]:
+    """Start a server process; yield its URL (read from its 'listening on' line)."""
+    proc = await asyncio.create_subprocess_exec(
+        *argv,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert proc.stderr is not None
+    try:
+        url = None
+        while url is None:
+            line = await asyncio.wait_for(proc.stderr.readline(), 30)
+            if not line:
+                raise RuntimeError(f"server {argv} exited before listening")
+            match = READY.search(line)
+            if match:
+                url = match.group(1).decode()
+        drain = asyncio.create_task(_drain(proc.stderr))
+        async with aiohttp.ClientSession() as session:
+            for _ in range(300):
+                with contextlib.suppress(aiohttp.ClientError):
+                    async with session.get(f"{url}/readyz") as resp:
+                        if resp.status in (200, 404):
+                            break
+                await asyncio.sleep(0.02)
+        yield url
+        drain.cancel()
+    finally:
+        if proc.returncode is None:
+            proc.terminate()
+            try:
+                await asyncio.wait_for(proc.wait(), 10)
+            except TimeoutError:
+                proc.kill()
+                await proc.wait()
+
+
+async def _drain(stream: asyncio.StreamReader) -> None:
+    while await stream.readline():
+        pass
+
+
+def apiserver_argv(store: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "services.apiserver",
+        "--store",
+        store,
+        "--insecure-port",
+        "0",
+        "--log-level",
+        "WARNING",
+    ]
+
+
+def baseline_argv() -> list[str]:
+    return [sys.executable, "-m", "bench.api", "--serve-baseline"]
+
+
+# -- request load ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Figure:
+    target: str
+    op: str
+    per_s: float
+    p50_ms: float
+    p99_ms: float
+
+
+def _percentile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def _drive(
+    call: Callable[[int], Awaitable[None]], *, count: int, in_flight: int
+) -> tuple[float, list[float]]:
+    indices = iter(range(count))
+    latencies: list[float] = []
+
+    async def worker() -> None:
+        for i in indices:
+            start = time.perf_counter()
+            await call(i)
+            latencies.append(time.perf_counter() - start)
+
+    start = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(in_flight)))
+    return count / (time.perf_counter() - start), latencies
+
+
+async def measure_requests(url: str, target: str, *, count: int, in_flight: int) -> list[Figure]:
+    bodies = [json.dumps(pod_body(i)).encode() for i in range(count)]
+    connector = aiohttp.TCPConnector(limit=in_flight)
+    async with aiohttp.ClientSession(url, connector=connector) as session:
+
+        async def create(i: int) -> None:
+            async with session.post(
+                "/api/v1/namespaces/default/pods",
+                data=bodies[i],
+                headers={"Content-Type": "application/json"},
+            ) as resp:
+                await resp.read()
+                if resp.status != 201:
+                    raise RuntimeError(f"create answered {resp.status}")
+
+        async def get(i: int) -> None:
+            async with session.get(f"/api/v1/namespaces/default/pods/bench-{i:06d}") as resp:
+                await resp.read()
+                if resp.status != 200:
+                    raise RuntimeError(f"get answered {resp.status}")
+
+        figures = []
+        for op, call in (("create", create), ("get", get)):
+            rate, latencies = await _drive(call, count=count, in_flight=in_flight)
+            figures.append(
+                Figure(
+                    target,
+                    op,
+                    rate,
+                    _percentile(latencies, 0.5) * 1e3,
+                    _percentile(latencies, 0.99) * 1e3,
+                )
+            )
+    return figures
+
+
+# -- watch fan-out ---------------------------------------------------------------------------
+
+
+async def measure_fanout(url: str, *, watchers: int, events: int) -> float:
+    """Deliveries per second to ``watchers`` watchers of ``events`` pod creates."""
+    connector = aiohttp.TCPConnector(limit=0)
+    timeout = aiohttp.ClientTimeout(total=None, sock_read=None)
+    async with aiohttp.ClientSession(url, connector=connector, timeout=timeout) as session:
+        async with session.get("/api/v1/namespaces/default/pods") as resp:
+            rv = (await resp.json())["metadata"]["resourceVersion"]
+        done_at: list[float] = []
+        streams = []
+        for _ in range(watchers):
+            streams.append(
+                await session.get(
+                    "/api/v1/namespaces/default/pods",
+                    params={"watch": "1", "resourceVersion": rv, "timeoutSeconds": "600"},
+                )
+            )
+
+        async def consume(resp: aiohttp.ClientResponse) -> None:
+            seen = 0
+            async for chunk in resp.content.iter_any():
+                seen += chunk.count(b"\n")
+                if seen >= events:
+                    done_at.append(time.perf_counter())
+                    return
+
+        consumers = [asyncio.create_task(consume(r)) for r in streams]
+        bodies = [json.dumps(pod_body(1_000_000 + i)).encode() for i in range(events)]
+        start = time.perf_counter()
+        for body in bodies:
+            async with session.post(
+                "/api/v1/namespaces/default/pods",
+                data=body,
+                headers={"Content-Type": "application/json"},
+            ) as resp:
+                await resp.read()
+        await asyncio.gather(*consumers)
+        for resp in streams:
+            resp.close()
+        return watchers * events / (max(done_at) - start)
+
+
+# -- the run ---------------------------------------------------------------------------------
+
+
+async def run(args: argparse.Namespace) -> str:
+    count = args.n or (300 if args.quick else 3000)
+    lines: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="kubelite-bench-api-") as tmp:
+        stores = [("memory", "memory://"), ("sqlite", f"sqlite:///{tmp}/api.db")]
+        results: list[tuple[Figure, Figure]] = []
+        for name, store in stores:
+            async with server_process(baseline_argv()) as url:
+                base = await measure_requests(
+                    url, "baseline", count=count, in_flight=args.concurrency
+                )
+            async with server_process(apiserver_argv(store)) as url:
+                ours = await measure_requests(
+                    url, f"apiserver {name}", count=count, in_flight=args.concurrency
+                )
+            results += list(zip(ours, base, strict=True))
+        header = (
+            f"{'target':<18} {'op':<7} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8}  "
+            f"{'baseline/s':>10} {'p50 ms':>8} {'p99 ms':>8} {'ratio':>6}"
+        )
+        lines += [
+            f"apiserver bench: {count} pods per op, {args.concurrency} requests in flight, "
+            "client and server in separate processes",
+            header,
+            "-" * len(header),
+        ]
+        for ours_fig, base_fig in results:
+            lines.append(
+                f"{ours_fig.target:<18} {ours_fig.op:<7} {ours_fig.per_s:>9,.0f} {ours_fig.p50_ms:>8.2f} "
+                f"{ours_fig.p99_ms:>8.2f}  {base_fig.per_s:>10,.0f} {base_fig.p50_ms:>8.2f} "
+                f"{base_fig.p99_ms:>8.2f} {ours_fig.per_s / base_fig.per_s:>6.2f}"
+            )
+        lines.append(
+            "baseline: plain aiohttp handlers doing the same JSON decode/stamp/encode into a dict"
+        )
+        lines.append("")
+        lines.append("watch fan-out (memory store): events delivered per second")
+        header = f"{'watchers':>8} {'events':>7} {'deliveries':>10} {'events/s':>11}"
+        lines += [header, "-" * len(header)]
+        for watchers in args.watchers:
+            events = max(20, min(200, 20_000 // watchers)) if not args.quick else 20
+            async with server_process(apiserver_argv("memory://")) as url:
+                rate = await measure_fanout(url, watchers=watchers, events=events)
+            lines.append(f"{watchers:>8} {events:>7} {watchers * events:>10,} {rate:>11,.0f}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.api", description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small N for a fast look")
+    parser.add_argument("-n", type=int, default=None, help="pods per op (default 3000)")
+    parser.add_argument(
+        "--concurrency", type=int, default=32, help="requests in flight (default 32)"
+    )
+    parser.add_argument(
+        "--watchers",
+        type=lambda s: [int(x) for x in s.split(",")],
+        default=[10, 100, 1000],
+        help="watcher counts for the fan-out test (default 10,100,1000)",
+    )
+    parser.add_argument("--serve-baseline", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.serve_baseline:
+        serve_baseline()
+        return 0
+    import uvloop
+
+    print(uvloop.run(run(args)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
