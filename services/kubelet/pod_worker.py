@@ -333,6 +333,10 @@ class PodWorker:
             self._start_time = now_time()
 
         terminal = self._phase_is_terminal(policy)
+        if not terminal and not any(st.instances for st in self._containers.values()):
+            # first sight: say Pending/ContainerCreating now; if the start is quick the status
+            # manager coalesces this with the Running status that follows
+            self._publish(policy=policy)
         initialized = True
         if not terminal:
             for c in spec.get("initContainers") or []:
