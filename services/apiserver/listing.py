@@ -32,7 +32,7 @@ from services.apiserver.context import ApiContext
 from services.apiserver.query import EXACT, ContinueToken, ListOptions, parse_revision
 from services.apiserver.tables import TABLE_CONTENT_TYPE, to_table, wants_table
 
-__all__ = ["ListResult", "list_objects", "parse_options", "serve"]
+__all__ = ["ListResult", "list_objects", "parse_options", "serve", "too_large"]
 
 Obj = dict[str, Any]
 
@@ -47,6 +47,15 @@ class ListResult:
     continue_token: str | None = None
     encoded: list[bytes] | None = None
     """Each object's JSON when it was already serialised (cache-served lists)."""
+
+
+def too_large(wanted: int, current: int) -> Timeout:
+    """504 for a resourceVersion the store has not reached (client-go relists on it)."""
+    return Timeout(
+        f"Too large resource version: {wanted}, current: {current}",
+        causes=[{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+        retry_after_seconds=1,
+    )
 
 
 def parse_options(request: web.Request, target: Any, *, name: str | None = None) -> ListOptions:
@@ -81,10 +90,7 @@ async def list_objects(ctx: ApiContext, rt: ResourceType, opts: ListOptions) -> 
             if wanted:
                 current = await _current_revision(ctx)
                 if wanted > current:
-                    raise Timeout(
-                        f"Too large resource version: {wanted}, current: {current}",
-                        retry_after_seconds=1,
-                    )
+                    raise too_large(wanted, current)
             if cache is not None:
                 await cache.ready.wait()
                 if cache.revision >= wanted:
@@ -97,10 +103,7 @@ async def list_objects(ctx: ApiContext, rt: ResourceType, opts: ListOptions) -> 
             return await _page(ctx, rt, opts, revision=0, start_after=None)
         current = await _current_revision(ctx)
         if wanted > current:
-            raise Timeout(
-                f"Too large resource version: {wanted}, current: {current}",
-                retry_after_seconds=1,
-            )
+            raise too_large(wanted, current)
         return await _page(ctx, rt, opts, revision=wanted, start_after=None)
     if opts.continue_token is not None:
         token = opts.continue_token

@@ -9,7 +9,9 @@ Where a watch starts (``resourceVersion``):
 * unset: synthetic ADDED events for the current state, read from the store, then changes;
 * ``0``: the same, from the watch cache's state;
 * ``N``: only changes after N — from the cache's ring, or from the store's history
-  (``StoreFeed``) when N is older than the ring; 410 once the store compacted N away.
+  (``StoreFeed``) when N is older than the ring; 410 once the store compacted N away; an
+  ``ERROR`` with a 504 (``ResourceVersionTooLarge``) after a 3 s wait when N is ahead of the
+  store (a store that lost its history: the client relists).
 ``sendInitialEvents=true`` (with ``resourceVersionMatch=NotOlderThan``) sends the state first and
 then a BOOKMARK annotated ``k8s.io/initial-events-end: "true"``. ``allowWatchBookmarks`` adds a
 BOOKMARK every ``bookmark_interval`` seconds of quiet. ``timeoutSeconds`` (default: 1-2x
@@ -36,6 +38,7 @@ from api.errors import StatusError
 from api.registry import ResourceType
 from services.apiserver.codec import JSON_CONTENT_TYPE, dumps
 from services.apiserver.context import ApiContext
+from services.apiserver.listing import too_large
 from services.apiserver.query import ListOptions, parse_revision
 from services.apiserver.tables import TABLE_CONTENT_TYPE, to_table, wants_table
 from services.apiserver.watchcache import (
@@ -52,6 +55,9 @@ __all__ = ["bookmark_frame", "open_watch", "serve"]
 log = logging.getLogger(__name__)
 
 INITIAL_EVENTS_ANNOTATION = "k8s.io/initial-events-end"
+
+TOO_LARGE_WAIT = 3.0
+"""Seconds a watch from a resourceVersion ahead of the store waits before its 504 (as Kubernetes)."""
 
 
 def bookmark_frame(rt: ResourceType, revision: int, *, initial_end: bool = False) -> bytes:
@@ -111,7 +117,20 @@ async def open_watch(ctx: ApiContext, rt: ResourceType, opts: ListOptions) -> _S
         if marker:
             initial.append(INITIAL_EVENTS_END)
         return _start_after(ctx, rt, opts, after=page.revision, initial=initial)
-    after = parse_revision(rv) if rv else await ctx.store.current_revision()
+    if not rv:
+        return _start_after(ctx, rt, opts, after=await ctx.store.current_revision(), initial=[])
+    after = parse_revision(rv)
+    current = await ctx.store.current_revision()
+    if after > current:
+        # Kubernetes waits a moment for its cache to catch up, then refuses with a 504 the
+        # client relists on (a restarted store may never reach that revision).
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(cache.wait_until(after), TOO_LARGE_WAIT)
+        current = await ctx.store.current_revision()
+        if after > current:
+            watcher = Watcher(predicate, after=after, capacity=1)
+            watcher.fail(too_large(after, current))
+            return _Source(watcher, feed=None, start=after)
     return _start_after(ctx, rt, opts, after=after, initial=[])
 
 

@@ -162,6 +162,20 @@ async def test_send_initial_events_requires_not_older_than(api: Api) -> None:
 
 
 @pytest.mark.looptime
+async def test_watch_from_beyond_the_store_gets_a_504_error_event(make_api) -> None:
+    api = await make_api("memory")
+    ahead = await api.store.current_revision() + 100
+    async with api.watch(PODS, resourceVersion=ahead) as resp:
+        assert resp.status == 200
+        events = await EventReader(resp).rest()
+    assert [e["type"] for e in events] == ["ERROR"]
+    status = events[0]["object"]
+    assert status["code"] == 504 and status["reason"] == "Timeout"
+    assert status["message"].startswith(f"Too large resource version: {ahead}, current: ")
+    assert status["details"]["causes"][0]["reason"] == "ResourceVersionTooLarge"
+
+
+@pytest.mark.looptime
 async def test_timeout_seconds_ends_the_stream(make_api) -> None:
     # memory store only: virtual time and the SQLite store's worker threads do not mix
     api = await make_api("memory")

@@ -18,17 +18,12 @@ from tests.conftest import StartApiServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
-# The reflector relists on a 504 "Too large resource version" (client-go's behaviour), but the
-# apiserver accepts a watch from a resourceVersion ahead of its own and waits for it silently
-# (its bookmarks even echo the client's resourceVersion back), so the informer never learns.
-# Kubernetes answers such a watch, after a short wait, with 504 and cause ResourceVersionTooLarge.
-SERVER_GAP = "apiserver: a watch from a resourceVersion ahead of the store waits forever"
-
+# The apiserver answers a watch from a resourceVersion ahead of its store, after a short wait,
+# with an ERROR carrying 504 ResourceVersionTooLarge (as Kubernetes does); the reflector relists.
 
 FAST = ReflectorOptions(min_watch_timeout=30.0, backoff=BackoffPolicy(initial=0.05, cap=0.3))
 
 
-@pytest.mark.xfail(reason=SERVER_GAP, raises=TimeoutError, strict=True)
 async def test_informer_converges_after_a_memory_apiserver_restarts_empty(
     apiserver_process: StartApiServer,
 ) -> None:
