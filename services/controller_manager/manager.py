@@ -141,6 +141,17 @@ def _replicaset(ctx: _Context) -> RunnableController:
     )
 
 
+def _deployment(ctx: _Context) -> RunnableController:
+    from services.controller_manager.deployment import DeploymentController
+
+    return DeploymentController(
+        client=ctx.client,
+        informers=ctx.informers,
+        recorder=ctx.recorder("deployment-controller"),
+        workers=ctx.options.concurrent_deployment_syncs,
+    )
+
+
 def _garbagecollector(ctx: _Context) -> RunnableController:
     from services.controller_manager.garbage_collector import GarbageCollector
 
@@ -152,6 +163,7 @@ def _garbagecollector(ctx: _Context) -> RunnableController:
 CONTROLLERS: dict[str, Factory] = {
     "replicationcontroller": _replicationcontroller,
     "replicaset": _replicaset,
+    "deployment": _deployment,
     "garbagecollector": _garbagecollector,
 }
 """Every controller this process can run, by its ``--controllers`` name."""
