@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
+from api.registry import REGISTRY
+from services.apiserver.context import CONTEXT
 from tests.apiserver.conftest import Api, EventReader, summary
 
 PODS = "/api/v1/namespaces/default/pods"
@@ -207,3 +211,18 @@ async def test_legacy_watch_path_selects_one_object(api: Api) -> None:
     async with api.client.get("/api/v1/watch/namespaces/default/pods/b") as resp:
         events = EventReader(resp)
         assert summary(await events.take(1)) == [("ADDED", "b")]
+
+
+@pytest.mark.looptime
+async def test_a_client_that_goes_away_releases_its_watcher(make_api) -> None:
+    api = await make_api("memory", bookmark_interval=1.0)
+    cache = api.client.app[CONTEXT].cache(REGISTRY.get("", "v1", "pods"))
+    resp = await api.client.get(PODS, params={"watch": "1", "resourceVersion": "0"})
+    assert resp.status == 200
+    assert cache.watcher_count == 1
+    resp.close()  # the client hangs up on a quiet watch
+    for _ in range(10):  # virtual seconds: the server checks the connection once per interval
+        if cache.watcher_count == 0:
+            break
+        await asyncio.sleep(1)
+    assert cache.watcher_count == 0
