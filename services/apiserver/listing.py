@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
+from multidict import MultiDict
 
 from api.errors import Expired, Timeout
 from api.registry import ResourceType
@@ -62,7 +63,7 @@ def parse_options(request: web.Request, target: Any, *, name: str | None = None)
     """The list/watch options of a request; a ``/watch/.../{name}`` path selects that name."""
     query = request.query
     if name is not None or target.watch_path:
-        q = query.copy()
+        q = MultiDict(query)
         if name is not None:
             selector = q.get("fieldSelector", "")
             q["fieldSelector"] = (
@@ -133,9 +134,9 @@ async def _page(
     namespace = predicate.namespace
     limit = opts.limit
     if not limit:
-        page = await storage.list(namespace, revision=revision)
-        items = [o for o in page.items if predicate.matches(o)]
-        return ListResult(objects=items, revision=page.revision)
+        whole = await storage.list(namespace, revision=revision)
+        matching = [o for o in whole.items if predicate.matches(o)]
+        return ListResult(objects=matching, revision=whole.revision)
     items: list[Obj] = []
     start = start_after
     read_at = revision

@@ -258,7 +258,7 @@ class Watcher:
 class _Index:
     """Watchers filed by the value of one field."""
 
-    field: str
+    path: str
     by_value: dict[str, set[Watcher]] = field(default_factory=dict)
 
 
@@ -402,9 +402,9 @@ class WatchCache:
         for index in self._indexes.values():
             if not index.by_value:
                 continue
-            values = {self.rt.field_value(event.obj, index.field)}
+            values = {self.rt.field_value(event.obj, index.path)}
             if event.prev is not None:
-                values.add(self.rt.field_value(event.prev, index.field))
+                values.add(self.rt.field_value(event.prev, index.path))
             for value in values:
                 bucket = index.by_value.get(value or "")
                 if bucket:
