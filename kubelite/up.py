@@ -3,21 +3,30 @@
 What it owns: one child process per component — the apiserver, the controller-manager, the
 scheduler and one kubelet per node — each started as ``python -m services.<name>`` exactly as a
 person would start it by hand, so the processes talk only through the apiserver, as in a real
-cluster. The supervisor
+cluster. ``plan(opts)`` is that list of command lines; the e2e tests start the very same ones.
+The supervisor
 
+* starts the apiserver first and the others once it answers ``/readyz`` (they would only retry
+  against a closed port meanwhile);
 * prefixes every line a child prints with the child's name (coloured on a terminal);
 * restarts a child that dies, after a jittered back-off that grows while it keeps dying and
-  resets once it has stayed up for a while, and says so;
-* waits until the apiserver answers ``/readyz`` and every node reports Ready, then prints where
-  the API is, the kubeconfig it wrote, and commands to try;
-* on Ctrl-C or SIGTERM stops the kubelets first (they stop their pods), then the controllers,
-  then the apiserver, escalating to SIGKILL for any child that outlives its grace period.
+  resets once it has stayed up for a while, and says so — except a child that exits at once with
+  a usage error (exit code 2): restarting a bad command line cannot help, so ``up`` stops;
+* waits until every node reports Ready *with a heartbeat from this run* (a resumed state dir
+  still holds the Ready conditions of the last run), watched, not polled; then prints where the
+  API is, the kubeconfig it wrote, and commands to try;
+* on Ctrl-C or SIGTERM stops the kubelets first (``--stop-pods-on-exit``: they stop their pods'
+  processes), then the controllers, then the apiserver, escalating to SIGKILL for any child that
+  outlives its grace period; a second Ctrl-C kills everything at once.
 
 All state lives under ``--state-dir`` (the SQLite store, each kubelet's pod state), so a second
-``kubelite up`` on the same directory resumes the cluster as it was.
+``kubelite up`` on the same directory resumes the cluster as it was: same objects, and the pods'
+containers started again in place (same pod IPs) by their kubelets.
 
-What it does not do: it is not a production init system. It watches its own children only;
-a child that forks and detaches is that child's business.
+What it does not do: it is not a production init system. It watches its own children only; a
+child that forks and detaches is that child's business (pods' processes are the kubelets'). If
+``up`` itself is SIGKILLed, its children get SIGTERM from the kernel (``PR_SET_PDEATHSIG``, Linux)
+and stop as on Ctrl-C, but nobody escalates to SIGKILL for them.
 """
 
 from __future__ import annotations
@@ -25,6 +34,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import ctypes
+import ipaddress
 import json
 import os
 import random
@@ -32,9 +43,12 @@ import signal
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import aiohttp
+
+__all__ = ["Child", "Options", "Supervisor", "build_parser", "main", "parse_options", "plan"]
 
 COLOURS = ("36", "33", "35", "32", "34", "31", "96", "93", "95", "92")
 
@@ -42,10 +56,18 @@ COLOURS = ("36", "33", "35", "32", "34", "31", "96", "93", "95", "92")
 RESTART_INITIAL = 1.0
 RESTART_MAX = 30.0
 RESTART_RESET_AFTER = 60.0
+USAGE_ERROR = 2
+"""argparse's exit code: a child exiting with it right after starting has a bad command line."""
+USAGE_ERROR_WINDOW = 5.0
+"""Seconds after start within which exit code 2 counts as a usage error, not a crash."""
 # How long each child gets to exit after SIGTERM before SIGKILL. Kubelets stop their pods'
-# processes on the way out, which can take a pod's whole termination grace period.
-STOP_GRACE = {"kubelet": 35.0}
+# processes on the way out (SIGTERM, then SIGKILL after 10 s), so they get longer.
+STOP_GRACE = {"kubelet": 20.0}
 DEFAULT_STOP_GRACE = 10.0
+HEARTBEAT_SLACK = timedelta(seconds=2)
+"""A node's Ready heartbeat counts as this run's if it is no older than the start minus this
+(heartbeats have one-second resolution on the wire)."""
+PR_SET_PDEATHSIG = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +79,9 @@ class Options:
     runtime: str
     store: str
     kubelet_port: int
+    scheduler_port: int
+    controller_manager_port: int
+    pod_cidr: str | None
     colour: bool
     log_level: str
     ready_timeout: float
@@ -84,8 +109,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="kubelite up",
         description="Start a local kubelite cluster: apiserver, controller-manager, scheduler and "
-        "N kubelets as supervised OS processes. Ctrl-C stops everything; running it again on the "
-        "same --state-dir resumes the cluster.",
+        "N kubelets as supervised OS processes. Ctrl-C stops everything (pods' processes too); "
+        "running it again on the same --state-dir resumes the cluster.",
     )
     p.add_argument(
         "--state-dir",
@@ -112,14 +137,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--store",
         default=None,
-        help="store URL: memory://, sqlite:///path.db, etcd://host:2379 "
-        "(default sqlite:///<state-dir>/kubelite.db)",
+        help="store URL: memory://, sqlite:///path.db (default sqlite:///<state-dir>/kubelite.db)",
     )
     p.add_argument(
         "--kubelet-port",
         type=int,
         default=10250,
-        help="port of node1's kubelet server; nodeK uses this + K-1 (default 10250)",
+        help="port of node1's kubelet server (logs, exec, /healthz); nodeK uses this + K-1; "
+        "0 lets each pick a free one (default 10250)",
+    )
+    p.add_argument(
+        "--scheduler-port",
+        type=int,
+        default=10259,
+        help="port of the scheduler's /healthz and /metrics; 0 picks a free one (default 10259)",
+    )
+    p.add_argument(
+        "--controller-manager-port",
+        type=int,
+        default=10257,
+        help="port of the controller-manager's /healthz; 0 picks a free one (default 10257)",
+    )
+    p.add_argument(
+        "--pod-cidr",
+        default=None,
+        help="loopback range split evenly between the nodes for pod IPs, e.g. 127.100.0.0/16 "
+        "(default: each kubelet's own, node1 -> 127.1.0.0/16, node2 -> 127.2.0.0/16)",
     )
     p.add_argument(
         "--no-color", action="store_true", help="never colour the log prefixes (default: on a TTY)"
@@ -127,6 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--log-level",
         default="info",
+        type=str.lower,
         choices=("debug", "info", "warning", "error"),
         help="log level passed to every component (default info)",
     )
@@ -140,9 +184,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def parse_options(argv: Sequence[str]) -> Options:
-    ns = build_parser().parse_args(list(argv))
+    parser = build_parser()
+    ns = parser.parse_args(list(argv))
     if ns.nodes < 0:
-        raise SystemExit("kubelite up: --nodes must be >= 0")
+        parser.error("--nodes must be >= 0")
+    if ns.pod_cidr is not None:
+        try:
+            node_pod_cidrs(ns.pod_cidr, max(ns.nodes, 1))
+        except ValueError as exc:
+            parser.error(f"--pod-cidr: {exc}")
     state_dir = Path(ns.state_dir).resolve()
     store = ns.store or f"sqlite:///{state_dir / 'kubelite.db'}"
     return Options(
@@ -153,6 +203,9 @@ def parse_options(argv: Sequence[str]) -> Options:
         runtime=ns.runtime,
         store=store,
         kubelet_port=ns.kubelet_port,
+        scheduler_port=ns.scheduler_port,
+        controller_manager_port=ns.controller_manager_port,
+        pod_cidr=ns.pod_cidr,
         colour=not ns.no_color and sys.stdout.isatty(),
         log_level=ns.log_level,
         ready_timeout=ns.ready_timeout,
@@ -163,10 +216,24 @@ def node_names(count: int) -> list[str]:
     return [f"node{i}" for i in range(1, count + 1)]
 
 
+def node_pod_cidrs(cidr: str, count: int) -> list[str]:
+    """Split a loopback range into ``count`` equal blocks, one per node, in node order."""
+    network = ipaddress.ip_network(cidr, strict=False)
+    if not isinstance(network, ipaddress.IPv4Network) or not network.subnet_of(
+        ipaddress.ip_network("127.0.0.0/8")
+    ):
+        raise ValueError(f"{cidr} is not inside 127.0.0.0/8 (pod traffic stays on loopback)")
+    bits = max(count - 1, 0).bit_length()
+    if network.prefixlen + bits > 29:
+        raise ValueError(f"{cidr} is too small for {count} node(s)")
+    blocks = network.subnets(prefixlen_diff=bits) if bits else iter([network])
+    return [str(block) for _, block in zip(range(count), blocks, strict=False)]
+
+
 def plan(opts: Options) -> list[Child]:
     """The children to start, in start order (the apiserver first, kubelets last)."""
     py = [sys.executable, "-m"]
-    level = ["--log-level", opts.log_level]
+    level = ["--log-level", opts.log_level.upper()]
     children = [
         (
             "apiserver",
@@ -188,11 +255,34 @@ def plan(opts: Options) -> list[Child]:
         (
             "controller-manager",
             "controller-manager",
-            [*py, "services.controller_manager", "--server", opts.server, *level],
+            [
+                *py,
+                "services.controller_manager",
+                "--server",
+                opts.server,
+                "--healthz-port",
+                str(opts.controller_manager_port),
+                *level,
+            ],
         ),
-        ("scheduler", "scheduler", [*py, "services.scheduler", "--server", opts.server, *level]),
+        (
+            "scheduler",
+            "scheduler",
+            [
+                *py,
+                "services.scheduler",
+                "--server",
+                opts.server,
+                "--port",
+                str(opts.scheduler_port),
+                *level,
+            ],
+        ),
     ]
-    for index, node in enumerate(node_names(opts.nodes)):
+    names = node_names(opts.nodes)
+    cidrs = node_pod_cidrs(opts.pod_cidr, len(names)) if opts.pod_cidr and names else []
+    for index, node in enumerate(names):
+        port = opts.kubelet_port + index if opts.kubelet_port else 0
         children.append(
             (
                 node,
@@ -209,7 +299,9 @@ def plan(opts: Options) -> list[Child]:
                     "--state-dir",
                     str(opts.state_dir / "kubelets" / node),
                     "--port",
-                    str(opts.kubelet_port + index),
+                    str(port),
+                    *(["--pod-cidr", cidrs[index]] if cidrs else []),
+                    "--stop-pods-on-exit",
                     *level,
                 ],
             )
@@ -244,6 +336,12 @@ def kubeconfig(server: str) -> str:
     return json.dumps(doc, indent=2) + "\n"
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: SIGTERM us if the supervisor dies (Linux only)."""
+    with contextlib.suppress(Exception):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
 class Supervisor:
     """Starts, watches, restarts and finally stops the children of one ``kubelite up``."""
 
@@ -251,6 +349,7 @@ class Supervisor:
         self.opts = opts
         self.children = plan(opts)
         self.width = max(len(c.name) for c in self.children)
+        self.exit_code = 0
         self._stopping = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -281,29 +380,41 @@ class Supervisor:
             sys.stdout.flush()
 
     # -- lifecycle -----------------------------------------------------------------------
+    async def _spawn(self, child: Child) -> asyncio.subprocess.Process:
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        return await asyncio.create_subprocess_exec(
+            *child.argv,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            env=env,
+            # Own session: a terminal's Ctrl-C reaches the supervisor only, which then stops
+            # the children in order instead of all at once.
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
+
     async def _run_child(self, child: Child) -> None:
         """Keep one child running until the supervisor stops."""
         delay = RESTART_INITIAL
         loop = asyncio.get_running_loop()
         while not self._stopping.is_set():
             child.exited.clear()
-            env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-            child.process = await asyncio.create_subprocess_exec(
-                *child.argv,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.STDOUT,
-                env=env,
-                # Own session: a terminal's Ctrl-C reaches the supervisor only, which then
-                # stops the children in order instead of all at once.
-                start_new_session=True,
-            )
+            child.process = await self._spawn(child)
             started = loop.time()
             assert child.process.stdout is not None
             await self._pump(child, child.process.stdout)
             code = await child.process.wait()
             child.exited.set()
             if self._stopping.is_set() or child.stopping:
+                return
+            if code == USAGE_ERROR and loop.time() - started < USAGE_ERROR_WINDOW:
+                self.say(
+                    f"{child.name} exited with a usage error (code {code}); restarting it "
+                    "cannot help, so the cluster stops — fix the flags above"
+                )
+                self.exit_code = USAGE_ERROR
+                self._stopping.set()
                 return
             if loop.time() - started > RESTART_RESET_AFTER:
                 delay = RESTART_INITIAL
@@ -317,60 +428,124 @@ class Supervisor:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stopping.wait(), timeout=wait)
 
-    async def _wait_ready(self) -> bool:
-        """The apiserver answers /readyz and every node reports Ready (watched, not polled)."""
-        deadline = asyncio.get_running_loop().time() + self.opts.ready_timeout
-        timeout = aiohttp.ClientTimeout(total=None, sock_connect=2)
-        async with aiohttp.ClientSession(timeout=timeout) as session:
-            # The apiserver is a fresh process: its socket appears when it is listening, so a
-            # bounded connect-retry is the one wait that cannot be an event.
-            while True:
-                with contextlib.suppress(aiohttp.ClientError, OSError):
-                    async with session.get(f"{self.opts.server}/readyz") as r:
-                        if r.status == 200:
-                            break
-                if asyncio.get_running_loop().time() > deadline:
-                    return False
-                await asyncio.sleep(0.2)
-            wanted = set(node_names(self.opts.nodes))
-            if not wanted:
-                return True
-            remaining = max(1.0, deadline - asyncio.get_running_loop().time())
-            try:
-                return await asyncio.wait_for(self._watch_nodes_ready(session, wanted), remaining)
-            except TimeoutError:
-                return False
+    def _start(self, child: Child) -> None:
+        self._tasks.append(asyncio.create_task(self._run_child(child), name=f"up:{child.name}"))
 
-    async def _watch_nodes_ready(self, session: aiohttp.ClientSession, wanted: set[str]) -> bool:
+    async def _wait_apiserver(self, session: aiohttp.ClientSession) -> None:
+        """Until the apiserver answers /readyz with 200."""
+        # The apiserver is a fresh process: its socket appears when it is listening, so a
+        # bounded connect-retry is the one wait that cannot be an event.
+        while True:
+            with contextlib.suppress(aiohttp.ClientError, OSError):
+                async with session.get(f"{self.opts.server}/readyz") as r:
+                    if r.status == 200:
+                        return
+            await asyncio.sleep(0.2)
+
+    async def _watch_nodes_ready(
+        self, session: aiohttp.ClientSession, *, wanted: set[str], since: datetime
+    ) -> None:
+        """Until every wanted node is Ready with a heartbeat at or after ``since``."""
         ready: set[str] = set()
         url = f"{self.opts.server}/api/v1/nodes"
-        async with session.get(url) as r:
-            listing = await r.json()
-        for node in listing.get("items", []):
-            if _is_ready(node):
-                ready.add(node["metadata"]["name"])
-        if wanted <= ready:
-            return True
-        rv = listing.get("metadata", {}).get("resourceVersion", "")
-        params = {"watch": "true", "resourceVersion": rv}
-        async with session.get(url, params=params) as r:
-            buffer = b""
-            async for chunk in r.content.iter_any():
-                buffer += chunk
-                *lines, buffer = buffer.split(b"\n")
-                for line in lines:
-                    if not line.strip():
-                        continue
-                    event = json.loads(line)
-                    node = event.get("object") or {}
-                    name = (node.get("metadata") or {}).get("name")
-                    if event.get("type") in ("ADDED", "MODIFIED") and _is_ready(node):
-                        ready.add(name)
-                    else:
-                        ready.discard(name)
-                    if wanted <= ready:
-                        return True
-        return wanted <= ready
+        while True:
+            async with session.get(url) as r:
+                listing = await r.json()
+            for node in listing.get("items", []):
+                if _is_ready(node, since=since):
+                    ready.add(node["metadata"]["name"])
+            if wanted <= ready:
+                return
+            rv = listing.get("metadata", {}).get("resourceVersion", "")
+            params = {"watch": "true", "resourceVersion": rv, "allowWatchBookmarks": "true"}
+            async with session.get(url, params=params) as r:
+                buffer = b""
+                async for chunk in r.content.iter_any():
+                    buffer += chunk
+                    *lines, buffer = buffer.split(b"\n")
+                    for line in lines:
+                        if not line.strip():
+                            continue
+                        event = json.loads(line)
+                        if event.get("type") not in ("ADDED", "MODIFIED", "DELETED"):
+                            continue
+                        node = event.get("object") or {}
+                        name = (node.get("metadata") or {}).get("name")
+                        if event["type"] != "DELETED" and _is_ready(node, since=since):
+                            ready.add(name)
+                        else:
+                            ready.discard(name)
+                        if wanted <= ready:
+                            return
+            # the server ended the watch (timeout, restart): list and watch again
+
+    async def _until_stopped(self, what: asyncio.Future[None] | asyncio.Task[None]) -> bool:
+        """Wait for ``what`` or a stop request; True when ``what`` finished first."""
+        stop = asyncio.create_task(self._stopping.wait(), name="up:stop-requested")
+        try:
+            await asyncio.wait({what, stop}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop.cancel()
+        if not what.done():
+            what.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await what
+            return False
+        what.result()
+        return True
+
+    async def _bring_up(self, kubeconfig_path: Path) -> None:
+        """Start in order and announce readiness; returns early when asked to stop."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.opts.ready_timeout
+        since = datetime.now(UTC) - HEARTBEAT_SLACK
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=2, sock_read=None)
+        async with aiohttp.ClientSession(timeout=timeout) as session:
+            apiserver, *others = self.children
+            self._start(apiserver)
+            waiting = asyncio.create_task(
+                asyncio.wait_for(self._wait_apiserver(session), self.opts.ready_timeout),
+                name="up:wait-apiserver",
+            )
+            try:
+                if not await self._until_stopped(waiting):
+                    return
+            except TimeoutError:
+                self.say(
+                    f"the apiserver is not ready after {self.opts.ready_timeout:.0f}s; starting "
+                    "the other components anyway — read the logs above"
+                )
+            for child in others:
+                self._start(child)
+            wanted = set(node_names(self.opts.nodes))
+            remaining = max(1.0, deadline - loop.time())
+            nodes = asyncio.create_task(
+                asyncio.wait_for(
+                    self._watch_nodes_ready(session, wanted=wanted, since=since), remaining
+                ),
+                name="up:wait-nodes",
+            )
+            try:
+                if not await self._until_stopped(nodes):
+                    return
+            except (TimeoutError, aiohttp.ClientError, OSError, ValueError) as exc:
+                self.say(
+                    f"the cluster is not ready after {self.opts.ready_timeout:.0f}s "
+                    f"({type(exc).__name__}); still running — read the logs above"
+                )
+                return
+        self._banner(kubeconfig_path)
+
+    def _on_signal(self, signame: str) -> None:
+        if not self._stopping.is_set():
+            self._stopping.set()
+            return
+        self.say(f"{signame} again: killing every process now")
+        for child in self.children:
+            proc = child.process
+            if proc is not None and proc.returncode is None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, signal.SIGKILL)
 
     async def _stop(self) -> None:
         """Stop kubelets first (they stop their pods), then controllers, then the apiserver."""
@@ -407,35 +582,25 @@ class Supervisor:
 
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, self._stopping.set)
+            loop.add_signal_handler(sig, self._on_signal, sig.name)
 
         self.say(
             f"starting {len(self.children)} processes "
             f"(store {opts.store}, runtime {opts.runtime}, state in {opts.state_dir})"
         )
-        for child in self.children:
-            self._tasks.append(asyncio.create_task(self._run_child(child), name=f"up:{child.name}"))
-
-        ready = asyncio.create_task(self._wait_ready(), name="up:wait-ready")
-        stop = asyncio.create_task(self._stopping.wait(), name="up:stop")
-        await asyncio.wait({ready, stop}, return_when=asyncio.FIRST_COMPLETED)
-        if ready.done() and not self._stopping.is_set():
-            if ready.result():
-                self._banner(kubeconfig_path)
-            else:
-                self.say(
-                    f"the cluster is not ready after {opts.ready_timeout:.0f}s; "
-                    "still running — read the logs above"
-                )
-            await stop
-        ready.cancel()
-        self.say("stopping: kubelets first, then controllers, then the apiserver")
-        await self._stop()
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        self.say("stopped")
-        return 0
+        try:
+            await self._bring_up(kubeconfig_path)
+            await self._stopping.wait()
+        finally:
+            self.say(
+                "stopping: kubelets first (and their pods), then controllers, then the apiserver"
+            )
+            await self._stop()
+            for task in self._tasks:
+                task.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+            self.say("stopped")
+        return self.exit_code
 
     def _banner(self, kubeconfig_path: Path) -> None:
         opts = self.opts
@@ -454,10 +619,17 @@ class Supervisor:
             self.say(line)
 
 
-def _is_ready(node: dict) -> bool:
+def _is_ready(node: dict, *, since: datetime) -> bool:
     for cond in (node.get("status") or {}).get("conditions") or []:
-        if cond.get("type") == "Ready":
-            return cond.get("status") == "True"
+        if cond.get("type") != "Ready":
+            continue
+        if cond.get("status") != "True":
+            return False
+        try:
+            beat = datetime.fromisoformat(cond.get("lastHeartbeatTime") or "")
+        except ValueError:
+            return False
+        return beat >= since
     return False
 
 
