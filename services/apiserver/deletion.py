@@ -45,7 +45,14 @@ from services.apiserver.query import ListOptions, parse_bool
 from services.apiserver.storage import ObjectStorage
 from services.apiserver.strategy import is_graceful, returns_deleted_object
 
-__all__ = ["DeleteOutcome", "delete", "delete_collection", "delete_object", "read_delete_options"]
+__all__ = [
+    "DeleteOutcome",
+    "delete",
+    "delete_collection",
+    "delete_object",
+    "parse_delete_options",
+    "read_delete_options",
+]
 
 Obj = dict[str, Any]
 
@@ -81,6 +88,11 @@ async def read_delete_options(request: web.Request) -> DeleteOptions:
         data["orphanDependents"] = orphan
     if "dryRun" in query:
         data["dryRun"] = query.getall("dryRun")
+    return parse_delete_options(data)
+
+
+def parse_delete_options(data: dict[str, Any]) -> DeleteOptions:
+    """``DeleteOptions`` from its JSON form; 400 if malformed or contradictory."""
     try:
         options = DeleteOptions.model_validate(data)
     except ValidationError as exc:

@@ -151,3 +151,21 @@ async def test_unknown_subresource_is_404(api: Api) -> None:
     await api.create_pod("p")
     status, out = await api.get(f"{PODS}/p/nope")
     assert status == 404 and out["kind"] == "Status"
+
+
+async def test_eviction_deletes_the_pod_with_its_options(api: Api) -> None:
+    await api.create_pod("p", nodeName="node1")
+    eviction = {
+        "apiVersion": "policy/v1",
+        "kind": "Eviction",
+        "metadata": {"name": "p", "namespace": "default"},
+        "deleteOptions": {"gracePeriodSeconds": 7},
+    }
+    status, out = await api.post(f"{PODS}/p/eviction", eviction)
+    assert status == 201, out
+    pod = await api.ok("GET", f"{PODS}/p")
+    assert pod["metadata"]["deletionGracePeriodSeconds"] == 7
+    status, out = await api.post(
+        f"{PODS}/ghost/eviction", dict(eviction, metadata={"name": "ghost"})
+    )
+    assert status == 404
