@@ -26,7 +26,10 @@ Lifecycle, as Kubernetes users know it:
 * **Re-adoption**: a worker started by a restarted kubelet finds the runtime's instances of its
   pod and carries on with them: same processes, same restart counts.
 
-Not provided: probes beyond "running means ready", volumes, ``activeDeadlineSeconds``,
+Probes (``probes.py``): readiness gates ``ready``, a startup probe gates ``started`` and the other
+probes, a failed liveness (or startup) probe restarts the container by its restart policy.
+
+Not provided: volumes, ``activeDeadlineSeconds``,
 ephemeral containers, resource-pressure eviction.
 """
 
@@ -48,6 +51,7 @@ from client.backoff import Backoff, BackoffPolicy
 from client.events import EventRecorder
 from client.rest import ApiClient
 from services.kubelet.pod_status import ContainerView, build_pod_status
+from services.kubelet.probes import ProbeLoop, run_probe
 from services.kubelet.runtime.base import (
     ContainerConfig,
     ContainerRecord,
@@ -165,6 +169,16 @@ class _Container:
     pull_failed_at: float | None = None
     backoff_reported_for: str | None = None
     """The instance whose CrashLoopBackOff was already announced with an event."""
+    ready: bool = True
+    started: bool = True
+    probe_kill: str | None = None
+    """Why a failed liveness/startup probe wants the current instance restarted."""
+    probes: list[asyncio.Task[None]] = field(default_factory=list)
+
+    def stop_probes(self) -> None:
+        for task in self.probes:
+            task.cancel()
+        self.probes.clear()
 
     @property
     def current(self) -> ContainerRecord | None:
@@ -275,6 +289,8 @@ class PodWorker:
         finally:
             for task in self._exit_watches.values():
                 task.cancel()
+            for st in (*self._containers.values(), *self._init.values()):
+                st.stop_probes()
             self.terminated.set()
             self.ctx.on_exit(self.uid)
 
@@ -294,9 +310,14 @@ class PodWorker:
             table = self._init if record.name in init_names else self._containers
             st = table.setdefault(record.name, _Container(name=record.name))
             st.instances.append(record)
-            if record.running:
-                self._watch_exit(record)
         self._pod_ip = self.ctx.runtime.pod_ip(self.uid)
+        specs = {c["name"]: c for c in (spec.get("containers") or [])}
+        for st in (*self._containers.values(), *self._init.values()):
+            cur = st.current
+            if cur is not None and cur.running:
+                self._watch_exit(cur)
+                if cur.name in specs:
+                    self._start_probes(st, specs[cur.name], cur)
         if self._pod_ip:
             log.info(
                 "pod %s/%s: re-adopted %d container instance(s) at %s",
@@ -309,6 +330,9 @@ class PodWorker:
     def _watch_exit(self, record: ContainerRecord) -> None:
         async def watch() -> None:
             await self.ctx.runtime.wait_container(record.container_id)
+            st = self._containers.get(record.name) or self._init.get(record.name)
+            if st is not None and st.current is record:
+                st.stop_probes()
             self._wake.set()
 
         old = self._exit_watches.pop(record.name, None)
@@ -378,6 +402,15 @@ class PodWorker:
             self._pod, spec, attempt=0, pod_ip=self._pod_ip, host_ip=self.ctx.host_ip
         )
         if cur is not None and cur.running:
+            if st.probe_kill is not None:
+                self._event("Normal", "Killing", st.probe_kill)
+                st.probe_kill = None
+                st.stop_probes()
+                await self.ctx.runtime.stop_container(
+                    cur.container_id, grace_period=self._grace_period()
+                )
+                self._wake.set()  # the next sync restarts it by the restart policy
+                return
             if cur.spec_hash and cur.spec_hash != wanted.spec_hash:
                 self._event(
                     "Normal",
@@ -456,6 +489,75 @@ class PodWorker:
         st.instances.append(record)
         st.waiting = None
         self._watch_exit(record)
+        self._start_probes(st, spec, record)
+
+    # ---- probes ----------------------------------------------------------------------------
+
+    def _start_probes(
+        self, st: _Container, spec: Mapping[str, Any], record: ContainerRecord
+    ) -> None:
+        st.stop_probes()
+        st.probe_kill = None
+        startup = spec.get("startupProbe")
+        readiness = spec.get("readinessProbe")
+        liveness = spec.get("livenessProbe")
+        simulated = self.ctx.runtime.name == "sim"  # nothing listens in a simulated container
+        st.started = startup is None or simulated
+        st.ready = readiness is None or simulated
+        if simulated:
+            return
+
+        def attempt(probe: Mapping[str, Any]) -> Callable[[], Any]:
+            return lambda: run_probe(
+                probe,
+                runtime=self.ctx.runtime,
+                container_id=record.container_id,
+                container=spec,
+                pod_ip=self._pod_ip or "127.0.0.1",
+            )
+
+        def handler(kind: str) -> Callable[[bool, str, bool | None], None]:
+            def on_result(ok: bool, message: str, state: bool | None) -> None:
+                if st.current is not record:
+                    return
+                if not ok:
+                    self._event("Warning", "Unhealthy", f"{kind} probe failed: {message}")
+                if kind == "Startup" and state is True and not st.started:
+                    st.started = True
+                    self._wake.set()
+                elif kind == "Readiness" and (state is True) != st.ready:
+                    st.ready = state is True
+                    self._wake.set()
+                elif kind in ("Startup", "Liveness") and state is False and st.probe_kill is None:
+                    st.probe_kill = (
+                        f"Container {st.name} failed {kind.lower()} probe, will be restarted"
+                    )
+                    self._wake.set()
+
+            return on_result
+
+        gate: asyncio.Event | None = None
+        loops: list[tuple[str, ProbeLoop]] = []
+        if startup:
+            first = ProbeLoop(probe=startup, attempt=attempt(startup), on_result=handler("Startup"))
+            gate = first.succeeded
+            loops.append(("startup", first))
+        for kind, probe in (("Readiness", readiness), ("Liveness", liveness)):
+            if probe:
+                loops.append(
+                    (
+                        kind.lower(),
+                        ProbeLoop(
+                            probe=probe, attempt=attempt(probe), on_result=handler(kind), after=gate
+                        ),
+                    )
+                )
+        for kind, loop in loops:
+            st.probes.append(
+                asyncio.create_task(
+                    loop.run(), name=f"{kind} probe {self.namespace}/{self.name}/{st.name}"
+                )
+            )
 
     async def _pull(
         self, st: _Container, spec: Mapping[str, Any], deadlines: list[float]
@@ -516,8 +618,12 @@ class PodWorker:
                     current=cur,
                     previous=st.previous if st else None,
                     waiting=st.waiting if st else None,
-                    ready=cur is not None and cur.running,
-                    started=cur is not None and cur.running,
+                    ready=cur is not None
+                    and cur.running
+                    and st is not None
+                    and st.ready
+                    and st.started,
+                    started=cur is not None and cur.running and st is not None and st.started,
                 )
             )
         return views
@@ -553,6 +659,7 @@ class PodWorker:
         grace = self._grace_period() if not self._gone else min(self._grace_period(), ORPHAN_GRACE)
         stops = []
         for st in (*self._containers.values(), *self._init.values()):
+            st.stop_probes()
             cur = st.current
             if cur is not None and cur.running:
                 self._event("Normal", "Killing", f"Stopping container {st.name}")

@@ -1,0 +1,70 @@
+"""Readiness probes gate Ready; a failing liveness probe restarts the container."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.kubelet.conftest import Cluster
+from tests.kubelet.kubelet_process import pods_rt, wait_for_object
+from tests.kubelet.test_pod_lifecycle_on_real_processes import (
+    create_and_wait,
+    cstatus,
+    phase,
+    pod,
+    sh,
+)
+
+pytestmark = [pytest.mark.e2e]
+
+
+def ready(p: dict | None) -> str | None:
+    conditions = ((p or {}).get("status") or {}).get("conditions") or []
+    return next((c["status"] for c in conditions if c["type"] == "Ready"), None)
+
+
+async def test_readiness_probe_gates_ready(cluster: Cluster) -> None:
+    flag = cluster.tmp / "ready-flag"
+    container = sh("sleep 3600")
+    container["readinessProbe"] = {
+        "exec": {"command": ["test", "-f", str(flag)]},
+        "periodSeconds": 1,
+        "failureThreshold": 1,
+    }
+    p = await create_and_wait(
+        cluster, pod("gated", cluster.node, container), lambda p: phase(p) == "Running"
+    )
+    assert ready(p) == "False" and cstatus(p)["ready"] is False
+    flag.touch()
+    p = await wait_for_object(
+        cluster.client, pods_rt(), "gated", lambda p: ready(p) == "True", namespace="default"
+    )
+    assert cstatus(p)["ready"] is True
+    flag.unlink()
+    await wait_for_object(
+        cluster.client, pods_rt(), "gated", lambda p: ready(p) == "False", namespace="default"
+    )
+
+
+async def test_http_readiness_probe_on_nginx(cluster: Cluster) -> None:
+    web = {
+        "name": "web",
+        "image": "nginx",
+        "ports": [{"name": "http", "containerPort": 80}],
+        "readinessProbe": {"httpGet": {"path": "/", "port": "http"}, "periodSeconds": 1},
+    }
+    await create_and_wait(cluster, pod("probed", cluster.node, web), lambda p: ready(p) == "True")
+
+
+async def test_failing_liveness_probe_restarts_the_container(cluster: Cluster) -> None:
+    container = sh("sleep 3600")
+    container["livenessProbe"] = {
+        "tcpSocket": {"port": 9},  # nothing listens there
+        "periodSeconds": 1,
+        "failureThreshold": 2,
+    }
+    p = await create_and_wait(
+        cluster,
+        pod("unhealthy", cluster.node, container, grace=1),
+        lambda p: cstatus(p).get("restartCount", 0) >= 1,
+    )
+    assert cstatus(p)["lastState"]["terminated"]["exitCode"] in (137, 143)
