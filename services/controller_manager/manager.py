@@ -152,6 +152,30 @@ def _deployment(ctx: _Context) -> RunnableController:
     )
 
 
+def _nodelifecycle(ctx: _Context) -> RunnableController:
+    from services.controller_manager.node_lifecycle import NodeLifecycleController
+
+    opts = ctx.options
+    return NodeLifecycleController(
+        client=ctx.client,
+        informers=ctx.informers,
+        recorder=ctx.recorder("node-controller"),
+        grace_period=opts.node_monitor_grace_period,
+        startup_grace_period=opts.node_startup_grace_period,
+        eviction_rate=opts.node_eviction_rate,
+    )
+
+
+def _taint_eviction(ctx: _Context) -> RunnableController:
+    from services.controller_manager.taint_eviction import TaintEvictionController
+
+    return TaintEvictionController(
+        client=ctx.client,
+        informers=ctx.informers,
+        recorder=ctx.recorder("taint-eviction-controller"),
+    )
+
+
 def _garbagecollector(ctx: _Context) -> RunnableController:
     from services.controller_manager.garbage_collector import GarbageCollector
 
@@ -164,6 +188,8 @@ CONTROLLERS: dict[str, Factory] = {
     "replicationcontroller": _replicationcontroller,
     "replicaset": _replicaset,
     "deployment": _deployment,
+    "nodelifecycle": _nodelifecycle,
+    "taint-eviction-controller": _taint_eviction,
     "garbagecollector": _garbagecollector,
 }
 """Every controller this process can run, by its ``--controllers`` name."""
