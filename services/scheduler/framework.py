@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import enum
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -326,23 +326,25 @@ class Framework:
         examined = 0
         # the hot loop: hoist what can be hoisted, skip plugins PreFilter declared irrelevant
         plugins = [p for p in self.filter_plugins if p.name not in state.skip_filter]
-        for i in range(total):
-            node = nodes[(start + i) % total]
+        filters = [p.filter for p in plugins]
+        order = nodes[start:] + nodes[:start] if start else nodes
+        for node in order:
             examined += 1
             rejected: Status | None = None
-            for plugin in plugins:
-                rejected = plugin.filter(state, pod, node)
+            for run in filters:
+                rejected = run(state, pod, node)
                 if rejected is not None:
                     break
             if rejected is None:
                 feasible.append(node)
                 if len(feasible) >= wanted:
                     break
-            elif rejected.code == Code.ERROR:
+                continue
+            plugin = plugins[filters.index(run)]  # the rejection path only
+            if rejected.code == Code.ERROR:
                 raise RuntimeError(f"filter plugin {plugin.name} failed: {rejected.message}")
-            else:
-                diagnosis.node_statuses[node.name] = rejected
-                diagnosis.unschedulable_plugins.add(plugin.name)
+            diagnosis.node_statuses[node.name] = rejected.with_plugin(plugin.name)
+            diagnosis.unschedulable_plugins.add(plugin.name)
         self._next_start = (start + examined) % total if total else 0
         return feasible, examined
 
@@ -397,16 +399,8 @@ class Framework:
         return ScheduleResult(_select_host(feasible, totals, self._rng), examined, len(feasible))
 
 
-def _select_host(nodes: Sequence[NodeInfo], totals: Iterable[int], rng: random.Random) -> str:
-    """The best-scoring node; reservoir sampling among equal bests."""
-    best_score = -1
-    best = ""
-    ties = 0
-    for node, score in zip(nodes, totals, strict=True):
-        if score > best_score:
-            best_score, best, ties = score, node.name, 1
-        elif score == best_score:
-            ties += 1
-            if rng.randrange(ties) == 0:
-                best = node.name
-    return best
+def _select_host(nodes: Sequence[NodeInfo], totals: Sequence[int], rng: random.Random) -> str:
+    """The best-scoring node; a uniformly random one among equal bests."""
+    best_score = max(totals)
+    best = [i for i, score in enumerate(totals) if score == best_score]
+    return nodes[best[0] if len(best) == 1 else rng.choice(best)].name

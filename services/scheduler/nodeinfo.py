@@ -19,11 +19,12 @@ hand-written Node objects are usable.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from api.quantity import cpu_millis, to_bytes
+from api import quantity
 
 __all__ = [
     "DEFAULT_MEMORY_REQUEST",
@@ -46,6 +47,12 @@ DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
 
 # The pod count Kubernetes' kubelet allows by default; used when a node declares no "pods".
 _DEFAULT_MAX_PODS = 110
+
+
+# Quantities are exact Fractions in ``api.quantity``, which is slow to parse; a cluster uses a
+# handful of distinct strings ("100m", "128Mi"), so remember them.
+cpu_millis = functools.lru_cache(maxsize=4096)(quantity.cpu_millis)
+to_bytes = functools.lru_cache(maxsize=4096)(quantity.to_bytes)
 
 
 def as_dict(obj: Any) -> Mapping[str, Any]:
