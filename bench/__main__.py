@@ -4,7 +4,9 @@ Runs the suite (``bench.suite``): ceilings first, then the API, watch, end-to-en
 scenarios; prints one table of figures with their ceiling ratios and anchors, and writes the
 same as JSON to ``bench/results/<date>.json`` (or ``--out``). ``make bench`` runs it;
 ``make bench ARGS=--quick`` is the short run (about three minutes on two cores: no 10,000- or
-30,000-pod runs). ``--only`` takes scenario names or section names (``--list`` shows them).
+30,000-pod runs). ``--only`` takes scenario names or section names (``--list`` shows them);
+the ceilings run first even then, unless ``--no-ceilings``: a ratio needs its ceiling from the
+same run.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import tempfile
 from pathlib import Path
 
 from bench.harness import Context, render, run_scenarios, write_json
+from bench.profile import summarize
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -29,6 +32,15 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )  # fmt: skip
     parser.add_argument("--out", type=Path, default=None, help="JSON path (bench/results/<date>)")
     parser.add_argument("--keep", type=Path, default=None, help="keep process logs in this dir")
+    parser.add_argument(
+        "--no-ceilings", action="store_true",
+        help="do not add the ceilings to an --only run (ratios are then left blank)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--profile", default="",
+        help="components to record with py-spy in cluster scenarios "
+        "(apiserver,scheduler,controller-manager,kubelet); summaries are printed",
+    )  # fmt: skip
     parser.add_argument("--list", action="store_true", help="list the scenarios and exit")
     return parser.parse_args(argv)
 
@@ -49,6 +61,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyError as exc:
         print(f"python -m bench: {exc.args[0]}", file=sys.stderr)
         return 2
+    if not args.no_ceilings and "ceilings" in registry.names():
+        # every ratio refers to a ceiling measured in the same run
+        if all(s.name != "ceilings" for s in scenarios):
+            scenarios = registry.select(only=["ceilings"]) + scenarios
     rounds = args.rounds or (1 if args.quick else 3)
     command = shlex.join(["python", "-m", "bench", *raw])
 
@@ -58,10 +74,15 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="kubelite-bench-") as tmp:
         workdir = args.keep or Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
-        ctx = Context(quick=args.quick, rounds=rounds, workdir=workdir, store=args.store)
+        profile = tuple(name for name in args.profile.split(",") if name)
+        ctx = Context(
+            quick=args.quick, rounds=rounds, workdir=workdir, store=args.store, profile=profile
+        )
         import uvloop
 
         report = uvloop.run(run_scenarios(scenarios, ctx, command=command, progress=progress))
+        for path in sorted(workdir.rglob("profile-*.txt")):
+            print(f"{path.relative_to(workdir)}:\n{summarize(path)}\n")
     print(render(report))
     path = write_json(report, args.out)
     print(f"results: {path}")

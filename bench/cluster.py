@@ -30,12 +30,13 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from api.registry import REGISTRY, ResourceType
+from bench.profile import profiling
 from client.informer import Informer
 from client.rest import ApiClient
 
@@ -257,9 +258,14 @@ async def running_cluster(
     sim_start_delay: float = 0.0,
     watch_cache_size: int = 100_000,
     extra_apiserver_args: Sequence[str] = (),
+    profile: Collection[str] = (),
 ) -> AsyncIterator[Cluster]:
     """Start a cluster of ``nodes`` sim nodes (split over ``kubelet_processes`` kubelets) and wait
-    until they are Ready; stop every process on the way out, in reverse order."""
+    until they are Ready; stop every process on the way out, in reverse order.
+
+    ``profile`` names components (``apiserver``, ``scheduler``, ``controller-manager``,
+    ``kubelet``) to record with py-spy from the moment the nodes are Ready until the block ends:
+    ``<workdir>/profile-<component>.txt`` (``bench.profile``)."""
     await asyncio.to_thread(workdir.mkdir, parents=True, exist_ok=True)
     cluster = Cluster(workdir=workdir)
     quiet = ("--log-level", "WARNING")
@@ -301,6 +307,11 @@ async def running_cluster(
             ))  # fmt: skip
         if nodes:
             await cluster.wait_nodes_ready(nodes, within=60 + nodes / 10)
-        yield cluster
+        async with contextlib.AsyncExitStack() as profilers:
+            for component in cluster.components:
+                if component.name in profile or component.name.split("-")[0] in profile:
+                    out = workdir / f"profile-{component.name}.txt"
+                    await profilers.enter_async_context(profiling(pid=component.pid, out=out))
+            yield cluster
     finally:
         await cluster.stop()

@@ -14,6 +14,9 @@ Measurements (each on a fresh ``bench.cluster``, sim kubelets hosting M nodes):
   create), pods/s (N over that), and pod startup latency p50/p99 (first seen -> Running; the
   apiserver stamps ``creationTimestamp`` to the second only, so the watch's first sight stands
   in for it — it trails the real creation by the watch latency);
+  Also where the time went: the CPU each process used meanwhile (% of one core), the median
+  time from first sight to bound and from bound to Running, and when the last pod was first
+  seen (how long the controller-manager took to create them all);
 * ``startup at churn``: bare pods created open-loop at 20/s for a while; startup latency from
   the create request to Running seen on the watch: the SLO's own setting.
 
@@ -89,6 +92,7 @@ class PodClock:
     def __init__(self, client: ApiClient, *, expected: int) -> None:
         self.expected = expected
         self.first_seen: dict[str, float] = {}
+        self.bound: dict[str, float] = {}
         self.running: dict[str, float] = {}
         self.all_running = asyncio.Event()
         self.informer = Informer(client, PODS, namespace=NAMESPACE, label_selector="app=e2e",
@@ -99,6 +103,8 @@ class PodClock:
         now = time.perf_counter()
         name = obj["metadata"]["name"]
         self.first_seen.setdefault(name, now)
+        if name not in self.bound and (obj.get("spec") or {}).get("nodeName"):
+            self.bound[name] = now
         if name not in self.running and (obj.get("status") or {}).get("phase") == "Running":
             self.running[name] = now
             if len(self.running) >= self.expected:
@@ -115,6 +121,7 @@ async def measure_rc(cluster: Cluster, *, pods: int, controllers: int) -> dict[s
         task = clock.start()
         try:
             await clock.informer.wait_synced()
+            cpu_before = cluster.cpu()
             start = time.perf_counter()
             share = [pods // controllers + (i < pods % controllers) for i in range(controllers)]
             await asyncio.gather(*(
@@ -127,13 +134,19 @@ async def measure_rc(cluster: Cluster, *, pods: int, controllers: int) -> dict[s
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
     took = max(clock.running.values()) - start
+    cpu = {name: seconds - cpu_before.get(name, 0.0) for name, seconds in cluster.cpu().items()}
     startup = [clock.running[n] - clock.first_seen[n] for n in clock.running]
+    to_bound = [clock.bound[n] - clock.first_seen[n] for n in clock.running]
+    to_running = [clock.running[n] - clock.bound[n] for n in clock.running]
     return {
         "all Running": took,
         "pods/s": pods / took,
         "startup p50": percentile(startup, 0.5),
         "startup p99": percentile(startup, 0.99),
-    }
+        "seen -> bound p50": percentile(to_bound, 0.5),
+        "bound -> Running p50": percentile(to_running, 0.5),
+        "last pod seen": max(clock.first_seen.values()) - start,
+    } | {f"cpu {name}": seconds / took * 100 for name, seconds in cpu.items()}
 
 
 async def measure_startup_churn(
@@ -168,6 +181,8 @@ async def measure_startup_churn(
 
 
 def _units(name: str) -> str:
+    if name.startswith("cpu "):
+        return "% of a core"
     return {"all Running": "s", "pods/s": "pods/s"}.get(name, "s")
 
 
@@ -188,7 +203,8 @@ def rc_scenario(*, pods: int, nodes: int, controllers: int | None = None) -> Sce
         async def once(index: int) -> Mapping[str, float]:
             workdir = ctx.workdir / f"e2e-{pods}x{nodes}-{index}"
             async with running_cluster(workdir=workdir, nodes=nodes, store=ctx.store,
-                                       max_pods=max(110, 2 * pods // nodes)) as cluster:  # fmt: skip
+                                       max_pods=max(110, 2 * pods // nodes),
+                                       profile=ctx.profile) as cluster:  # fmt: skip
                 return await measure_rc(cluster, pods=pods, controllers=rcs)
 
         samples = await collect_rounds(once, rounds=_rounds(ctx, pods))
@@ -208,7 +224,9 @@ def startup_scenario(*, nodes: int, rate: float = 20.0) -> ScenarioRun:
 
         async def once(index: int) -> Mapping[str, float]:
             workdir = ctx.workdir / f"startup-churn-{index}"
-            async with running_cluster(workdir=workdir, nodes=nodes, store=ctx.store) as cluster:
+            async with running_cluster(
+                workdir=workdir, nodes=nodes, store=ctx.store, profile=ctx.profile
+            ) as cluster:
                 return await measure_startup_churn(cluster, rate=rate, seconds=seconds)
 
         samples = await collect_rounds(once, rounds=ctx.rounds)

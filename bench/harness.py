@@ -168,6 +168,8 @@ class Context:
     workdir: Path
     store: str = "sqlite"
     """``sqlite`` (the default store, durable) or ``memory`` for the cluster scenarios."""
+    profile: tuple[str, ...] = ()
+    """Components to record with py-spy in cluster scenarios (``bench.profile``)."""
 
 
 ScenarioRun = Callable[[Context], Awaitable[list[Figure]]]

@@ -113,6 +113,10 @@ async def hold_and_measure(
 
 
 def _unit(name: str) -> str:
+    if name.startswith("build: cpu"):
+        return "% of a core"
+    if name == "build: pods/s":
+        return "pods/s"
     if name.startswith("RSS"):
         return "MiB"
     if name in ("leases fresh", "nodes Ready"):
@@ -127,9 +131,10 @@ def scale_scenario(*, nodes: int, pods: int) -> ScenarioRun:
         async def once(index: int) -> dict[str, float]:
             workdir = ctx.workdir / f"scale-{nodes}x{pods}-{index}"
             async with running_cluster(workdir=workdir, nodes=nodes, store=ctx.store,
-                                       max_pods=max(110, 2 * pods // nodes)) as cluster:  # fmt: skip
+                                       max_pods=max(110, 2 * pods // nodes),
+                                       profile=ctx.profile) as cluster:  # fmt: skip
                 built = await measure_rc(cluster, pods=pods, controllers=max(1, pods // 1000))
-                values = {"build: all Running": built["all Running"]}
+                values = {f"build: {k}": v for k, v in built.items() if not k.startswith("startup")}
                 values |= await hold_and_measure(cluster, nodes=nodes, pods=pods, hold=hold)
                 return values
 
