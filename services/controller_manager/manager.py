@@ -184,6 +184,14 @@ def _garbagecollector(ctx: _Context) -> RunnableController:
     )
 
 
+def _namespace(ctx: _Context) -> RunnableController:
+    from services.controller_manager.namespace import NamespaceController
+
+    return NamespaceController(
+        client=ctx.client, informers=ctx.informers, workers=ctx.options.concurrent_namespace_syncs
+    )
+
+
 CONTROLLERS: dict[str, Factory] = {
     "replicationcontroller": _replicationcontroller,
     "replicaset": _replicaset,
@@ -191,6 +199,7 @@ CONTROLLERS: dict[str, Factory] = {
     "nodelifecycle": _nodelifecycle,
     "taint-eviction-controller": _taint_eviction,
     "garbagecollector": _garbagecollector,
+    "namespace": _namespace,
 }
 """Every controller this process can run, by its ``--controllers`` name."""
 
