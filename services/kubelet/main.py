@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import faulthandler
 import logging
 import signal
 import socket
@@ -390,6 +391,7 @@ async def _serve(options: KubeletOptions) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     options, level = parse_args(sys.argv[1:] if argv is None else argv)
+    faulthandler.register(signal.SIGUSR2)  # `kill -USR2 <pid>` dumps every thread's stack
     logging.basicConfig(
         level=getattr(logging, level, logging.INFO),
         format="%(asctime)s kubelet %(levelname)s %(name)s: %(message)s",
