@@ -77,6 +77,7 @@ class KubeletOptions:
     lease_interval: float = 10.0
     status_interval: float = 10.0
     status_workers: int = 4
+    healthz_port: int = 10248
     stop_pods_on_exit: bool = False
 
     @property
@@ -144,6 +145,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="on SIGTERM/SIGINT also stop every container (default: they keep running)",
     )
+    p.add_argument(
+        "--healthz-port",
+        type=int,
+        default=10248,
+        help="plain /healthz on 127.0.0.1 (0 disables; a port in use is skipped with a warning)",
+    )
     p.add_argument("-v", "--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
     return p
 
@@ -177,6 +184,7 @@ def parse_args(argv: Sequence[str]) -> tuple[KubeletOptions, str]:
             lease_interval=a.node_lease_renew_interval,
             status_interval=a.node_status_update_frequency,
             stop_pods_on_exit=a.stop_pods_on_exit,
+            healthz_port=a.healthz_port,
         ),
         level,
     )
@@ -199,6 +207,7 @@ class KubeletService:
         self.shared_informer: Informer | None = None
         self._by_name: dict[str, NodeKubelet] = {}
         self._runner: web.AppRunner | None = None
+        self._healthz_runner: web.AppRunner | None = None
 
     # -- the server's PodLookup --------------------------------------------------------------
 
@@ -251,6 +260,30 @@ class KubeletService:
 
         informer.add_handler(on_add=on_pod, on_update=on_update, on_delete=on_delete)
         return informer
+
+    async def _start_healthz(self) -> None:
+        """The kubelet's separate healthz endpoint (10248 in Kubernetes), loopback only."""
+        if not self.options.healthz_port:
+            return
+        app = web.Application()
+
+        async def healthz(request: web.Request) -> web.Response:
+            return web.Response(text="ok")
+
+        app.router.add_get("/healthz", healthz)
+        runner = web.AppRunner(app, handle_signals=False, access_log=None)
+        await runner.setup()
+        try:
+            await web.TCPSite(runner, "127.0.0.1", self.options.healthz_port).start()
+        except OSError as exc:
+            log.warning(
+                "healthz port %d unavailable (%s); /healthz stays available on the kubelet port",
+                self.options.healthz_port,
+                exc.strerror or exc,
+            )
+            await runner.cleanup()
+            return
+        self._healthz_runner = runner
 
     async def _build_nodes(self, port: int) -> None:
         o = self.options
@@ -313,6 +346,7 @@ class KubeletService:
         tasks: list[asyncio.Task[Any]] = []
         try:
             self.port = await self._start_server()
+            await self._start_healthz()
             log.info(
                 "kubelet server listening on %s:%d (logs, exec)", self.options.address, self.port
             )
@@ -343,8 +377,9 @@ class KubeletService:
             for runtime in self.runtimes:
                 with contextlib.suppress(Exception):
                     await runtime.close()
-            if self._runner is not None:
-                await self._runner.cleanup()
+            for runner in (self._runner, self._healthz_runner):
+                if runner is not None:
+                    await runner.cleanup()
             await self.client.close()
 
     async def _stop_containers(self) -> None:

@@ -69,6 +69,8 @@ class KubeletProcess:
             self.node_name,
             "--port",
             "0",
+            "--healthz-port",
+            "0",
             "--state-dir",
             str(self.state_dir),
             *self.args,
