@@ -186,3 +186,13 @@ async def _wait_for_line(rt: ProcessRuntime, record: ContainerRecord, needle: st
             if needle.encode() in chunk:
                 return
     raise AssertionError(f"{needle!r} never appeared in {record.log_path}")
+
+
+async def test_a_memory_limit_caps_the_address_space(process_runtime: ProcessRuntime) -> None:
+    grab = "bytearray(512 * 1024 * 1024); print('got it')"
+    record = await run(
+        process_runtime, "python", "-c", grab, image="python:3.12", memory_limit_bytes=128 << 20
+    )
+    done = await process_runtime.wait_container(record.container_id)
+    assert done.exit_code != 0 and done.log_path is not None
+    assert "MemoryError" in done.log_path.read_text()
