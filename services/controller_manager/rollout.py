@@ -98,8 +98,19 @@ def _fnv32a(data: bytes) -> int:
     return h
 
 
+def _drop_nulls(value: Any) -> Any:
+    """``null``, ``{}`` and ``[]`` read as absent, as Kubernetes' semantic equality of Go
+    structs has it (kubectl sends template ``creationTimestamp: null``)."""
+    if isinstance(value, dict):
+        out = {k: _drop_nulls(v) for k, v in value.items()}
+        return {k: v for k, v in out.items() if v is not None and v != {} and v != []}
+    if isinstance(value, list):
+        return [_drop_nulls(v) for v in value]
+    return value
+
+
 def _without_hash(template: Obj | None) -> Obj:
-    t = copy.deepcopy(template or {})
+    t: Obj = _drop_nulls(copy.deepcopy(template or {}))
     labels = (t.get("metadata") or {}).get("labels")
     if isinstance(labels, dict):
         labels.pop(HASH_LABEL, None)
