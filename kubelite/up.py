@@ -301,6 +301,10 @@ def plan(opts: Options) -> list[Child]:
                     "--port",
                     str(port),
                     *(["--pod-cidr", cidrs[index]] if cidrs else []),
+                    # several kubelets share this host: /healthz is served on each one's
+                    # --port (10250, 10251, ...), not on the single fixed 10248
+                    "--healthz-port",
+                    "0",
                     "--stop-pods-on-exit",
                     *level,
                 ],
