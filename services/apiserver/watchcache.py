@@ -224,16 +224,19 @@ class Watcher:
                 callback(self)
             self.on_close.clear()
 
-    async def next_batch(self, *, max_wait: float) -> list[Delivery]:
-        """Everything ready to send ([] when ``max_wait`` seconds pass first).
+    async def next_batch(self, *, max_wait: float | None) -> list[Delivery]:
+        """Everything ready to send ([] when ``max_wait`` seconds pass first; None: no limit).
 
         Raises ``StatusError`` when the watch ends with an error event, ``WatcherClosed`` when
         it ends without one (after the events queued before the close have been handed out).
         """
         if not self._backlog and not self._queue and self._closed is None:
             self._wakeup.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wakeup.wait(), max_wait)
+            if max_wait is None:
+                await self._wakeup.wait()
+            else:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wakeup.wait(), max_wait)
         if self._backlog:
             batch: list[Delivery] = []
             while self._backlog and len(batch) < 500:
@@ -300,6 +303,10 @@ class WatchCache:
         """Return once the cache has applied an event at or past ``revision``."""
         while self.revision < revision:
             await self._progress.wait()
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopped
 
     def lookup(self, key: str) -> CacheEvent | None:
         """The latest event of a live object (its ``obj`` is the current state), or None."""
