@@ -14,9 +14,10 @@ What it offers a test:
   ``kubelite up`` does (kubelets first, which stop their pods), then checks ``/proc``: any
   process still running under this cluster's directory or with a pod IP of its range is an
   orphan — it is killed and the teardown fails.
-* informers on pods, nodes and replication controllers (``client.informer``), and
-  ``await cluster.until(condition, within=..., what=...)``, which re-checks ``condition`` on
-  every watch event, never on a timer;
+* ``ClusterView`` (what ``Cluster`` extends, usable on its own against any apiserver, e.g. one
+  ``kubelite up`` started): informers on pods, nodes and replication controllers
+  (``client.informer``), and ``await view.until(condition, within=..., what=...)``, which
+  re-checks ``condition`` on every watch event, never on a timer;
 * ``pod_processes()``: the live container processes of this cluster's pods, read from
   ``/proc`` (each container is its own process group carrying ``POD_NAME``/``POD_IP``).
 
@@ -37,6 +38,7 @@ import socket
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from ipaddress import IPv4Network
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +49,18 @@ from client.informer import Informer
 from client.rest import ApiClient
 from kubelite.up import Options, node_names, plan
 
-__all__ = ["Cluster", "Component", "PodProcess", "free_port", "http_get"]
+__all__ = [
+    "Cluster",
+    "ClusterView",
+    "Component",
+    "free_port",
+    "http_get",
+    "leftover_processes",
+    "loopback_pod_cidr",
+    "phase",
+    "pod_processes",
+    "running",
+]
 
 ROOT = Path(__file__).resolve().parents[2]
 PODS = REGISTRY.by_kind("", "Pod")
@@ -70,7 +83,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _cluster_pod_cidr(nodes: int) -> str:
+def loopback_pod_cidr(nodes: int) -> str:
     """A loopback range of this cluster's own: 127.130-149.x.0, one /24 per node."""
     bits = max(nodes - 1, 0).bit_length()
     third = random.randrange(0, 256, 1 << bits)
@@ -166,17 +179,6 @@ class Component:
         return "\n".join(text.splitlines()[-lines:])
 
 
-@dataclass(frozen=True, slots=True)
-class PodProcess:
-    """A live process of a container: its pod, its process group, its pod IP."""
-
-    namespace: str
-    pod: str
-    pid: int
-    pgid: int
-    pod_ip: str
-
-
 def _environ(pid: int) -> dict[str, str]:
     with open(f"/proc/{pid}/environ", "rb") as fh:
         raw = fh.read()
@@ -192,42 +194,59 @@ def _pids() -> list[int]:
     return [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()]
 
 
-class Cluster:
-    """``Cluster(root=tmp_path)``; ``await start_all()``; ... ; ``await stop()``."""
+def _in(network: IPv4Network, ip: str) -> bool:
+    with contextlib.suppress(ValueError):
+        return ipaddress.ip_address(ip) in network
+    return False
 
-    def __init__(self, *, root: Path, nodes: int = 2) -> None:
-        self.root = root
-        self.port = free_port()
-        self.pod_cidr = _cluster_pod_cidr(nodes)
-        self.network = ipaddress.ip_network(self.pod_cidr)
-        self.nodes = node_names(nodes)
-        self.options = Options(
-            state_dir=root / "state",
-            port=self.port,
-            bind_address="127.0.0.1",
-            nodes=nodes,
-            runtime="process",
-            store=f"sqlite:///{root / 'state' / 'kubelite.db'}",
-            kubelet_port=0,
-            scheduler_port=0,
-            controller_manager_port=0,
-            pod_cidr=self.pod_cidr,
-            colour=False,
-            log_level="info",
-            ready_timeout=60.0,
-        )
-        self.components = {
-            child.name: Component(
-                name=child.name,
-                kind=child.kind,
-                argv=child.argv,
-                log_path=root / f"{child.name}.log",
-                cwd=root / "run" / child.name,
+
+def leftover_processes(*, root: Path, network: IPv4Network, marker: str = "") -> dict[int, str]:
+    """Live processes of a cluster: working directory under ``root``, a pod IP in ``network``,
+    or ``marker`` in the command line. ``pid -> command line``."""
+    found: dict[int, str] = {}
+    top = str(root)
+    for pid in _pids():
+        with contextlib.suppress(OSError):
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+            cmdline = (
+                Path(f"/proc/{pid}/cmdline")
+                .read_bytes()
+                .replace(b"\0", b" ")
+                .decode(errors="replace")
             )
-            for child in plan(self.options)
-        }
-        self.server = self.options.server
-        self.client = ApiClient(server=self.server)
+            if (
+                cwd == top
+                or cwd.startswith(top + "/")
+                or (marker and marker in cmdline)
+                or _in(network, _environ(pid).get("POD_IP", ""))
+            ):
+                found[pid] = cmdline[:200]
+    return found
+
+
+def pod_processes(network: IPv4Network) -> dict[str, set[int]]:
+    """``"namespace/name"`` -> the process groups (one per live container) of that pod, for
+    the pods whose IP is in ``network``."""
+    groups: dict[str, set[int]] = defaultdict(set)
+    for pid in _pids():
+        with contextlib.suppress(OSError):
+            env = _environ(pid)
+            if not _in(network, env.get("POD_IP", "")):
+                continue
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            if state == "Z":
+                continue
+            groups[f"{env.get('POD_NAMESPACE')}/{env.get('POD_NAME')}"].add(os.getpgid(pid))
+    return dict(groups)
+
+
+class ClusterView:
+    """What a test sees of a running cluster through its API: informers on pods, nodes and
+    replication controllers, and ``until`` to await a condition on them."""
+
+    def __init__(self, server: str) -> None:
+        self.server = server
+        self.client = ApiClient(server=server)
         self.pods = Informer(self.client, PODS, name="e2e pods")
         self.node_objects = Informer(self.client, NODES, name="e2e nodes")
         self.rcs = Informer(self.client, RCS, name="e2e rcs")
@@ -240,101 +259,16 @@ class Cluster:
             )
         self._informer_tasks: list[asyncio.Task[None]] = []
 
-    # ---- processes -------------------------------------------------------------------------
-
-    async def start(self, name: str) -> None:
-        component = self.components[name]
-        await component.start()
-        if component.kind == "apiserver":
-            await self._wait_listening(component)
-
-    async def _wait_listening(self, component: Component) -> None:
-        assert component.process is not None
-        exited = asyncio.create_task(component.process.wait(), name="e2e apiserver exit")
-        listening = asyncio.create_task(component.listening.wait(), name="e2e apiserver up")
-        try:
-            done, _ = await asyncio.wait(
-                {exited, listening}, timeout=START_TIMEOUT, return_when=asyncio.FIRST_COMPLETED
-            )
-        finally:
-            exited.cancel()
-            listening.cancel()
-        if listening not in done:
-            raise AssertionError(f"the apiserver did not start:\n{component.tail()}")
-
-    async def kill(self, name: str) -> None:
-        await self.components[name].kill()
-
-    async def start_all(self) -> None:
-        """The apiserver, then everything else; returns once every node is Ready."""
-        await self.start("apiserver")
+    async def watch(self) -> None:
+        """Start the informers and wait until each has listed."""
         self._informer_tasks = [i.start() for i in (self.pods, self.node_objects, self.rcs)]
-        await asyncio.gather(*(self.start(n) for n in self.components if n != "apiserver"))
         await asyncio.gather(*(i.wait_synced() for i in (self.pods, self.node_objects, self.rcs)))
-        await self.until(
-            lambda: all(self.node_ready(n) for n in self.nodes),
-            within=60,
-            what="every node Ready",
-        )
 
-    async def stop(self) -> None:
-        """Stop as ``kubelite up`` does, then fail if any process of this cluster survived."""
-        try:
-            for task in self._informer_tasks:
-                task.cancel()
-            await asyncio.gather(*self._informer_tasks, return_exceptions=True)
-            await self.client.close()
-            groups = [["kubelet"], ["controller-manager", "scheduler"], ["apiserver"]]
-            for kinds in groups:
-                await asyncio.gather(
-                    *(c.stop() for c in self.components.values() if c.kind in kinds)
-                )
-        finally:
-            leftovers = self.orphans()
-            for pid in leftovers:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGKILL)
-        if leftovers:
-            raise AssertionError(f"processes outlived the cluster: {leftovers}")
-
-    def orphans(self) -> dict[int, str]:
-        """Live processes that belong to this cluster: working directory under its root, or a
-        pod IP from its range. Empty once the cluster has stopped cleanly."""
-        found: dict[int, str] = {}
-        root = str(self.root)
-        for pid in _pids():
-            with contextlib.suppress(OSError):
-                cwd = os.readlink(f"/proc/{pid}/cwd")
-                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
-                if cwd == root or cwd.startswith(root + "/"):
-                    found[pid] = cmdline.decode(errors="replace")[:200]
-                    continue
-                ip = _environ(pid).get("POD_IP", "")
-                if ip and self._ours(ip):
-                    found[pid] = cmdline.decode(errors="replace")[:200]
-        return found
-
-    def _ours(self, ip: str) -> bool:
-        with contextlib.suppress(ValueError):
-            return ipaddress.ip_address(ip) in self.network
-        return False
-
-    def pod_processes(self) -> dict[str, set[int]]:
-        """``"namespace/name"`` -> the process groups (one per live container) of that pod."""
-        groups: dict[str, set[int]] = defaultdict(set)
-        for pid in _pids():
-            with contextlib.suppress(OSError):
-                env = _environ(pid)
-                ip = env.get("POD_IP", "")
-                if not ip or not self._ours(ip):
-                    continue
-                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-                if state == "Z":
-                    continue
-                groups[f"{env.get('POD_NAMESPACE')}/{env.get('POD_NAME')}"].add(os.getpgid(pid))
-        return dict(groups)
-
-    # ---- the API, as the informers see it --------------------------------------------------
+    async def close(self) -> None:
+        for task in self._informer_tasks:
+            task.cancel()
+        await asyncio.gather(*self._informer_tasks, return_exceptions=True)
+        await self.client.close()
 
     async def until(self, condition: Callable[[], bool], *, within: float, what: str) -> None:
         """Await ``condition()`` becoming true, re-checked on every watch event."""
@@ -378,6 +312,103 @@ class Cluster:
                 f"{'(deleting)' if p['metadata'].get('deletionTimestamp') else ''}"
             )
         return ", ".join(rows) or "(none)"
+
+
+class Cluster(ClusterView):
+    """``Cluster(root=tmp_path)``; ``await start_all()``; ... ; ``await stop()``."""
+
+    def __init__(self, *, root: Path, nodes: int = 2) -> None:
+        self.root = root
+        self.port = free_port()
+        self.pod_cidr = loopback_pod_cidr(nodes)
+        self.network = IPv4Network(self.pod_cidr)
+        self.nodes = node_names(nodes)
+        self.options = Options(
+            state_dir=root / "state",
+            port=self.port,
+            bind_address="127.0.0.1",
+            nodes=nodes,
+            runtime="process",
+            store=f"sqlite:///{root / 'state' / 'kubelite.db'}",
+            kubelet_port=0,
+            scheduler_port=0,
+            controller_manager_port=0,
+            pod_cidr=self.pod_cidr,
+            colour=False,
+            log_level="info",
+            ready_timeout=60.0,
+        )
+        self.components = {
+            child.name: Component(
+                name=child.name,
+                kind=child.kind,
+                argv=child.argv,
+                log_path=root / f"{child.name}.log",
+                cwd=root / "run" / child.name,
+            )
+            for child in plan(self.options)
+        }
+        super().__init__(self.options.server)
+
+    # ---- processes -------------------------------------------------------------------------
+
+    async def start(self, name: str) -> None:
+        component = self.components[name]
+        await component.start()
+        if component.kind == "apiserver":
+            await self._wait_listening(component)
+
+    async def _wait_listening(self, component: Component) -> None:
+        assert component.process is not None
+        exited = asyncio.create_task(component.process.wait(), name="e2e apiserver exit")
+        listening = asyncio.create_task(component.listening.wait(), name="e2e apiserver up")
+        try:
+            done, _ = await asyncio.wait(
+                {exited, listening}, timeout=START_TIMEOUT, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            exited.cancel()
+            listening.cancel()
+        if listening not in done:
+            raise AssertionError(f"the apiserver did not start:\n{component.tail()}")
+
+    async def kill(self, name: str) -> None:
+        await self.components[name].kill()
+
+    async def start_all(self) -> None:
+        """The apiserver, then everything else; returns once every node is Ready."""
+        await self.start("apiserver")
+        await asyncio.gather(*(self.start(n) for n in self.components if n != "apiserver"))
+        await self.watch()
+        await self.until(
+            lambda: all(self.node_ready(n) for n in self.nodes),
+            within=60,
+            what="every node Ready",
+        )
+
+    async def stop(self) -> None:
+        """Stop as ``kubelite up`` does, then fail if any process of this cluster survived."""
+        try:
+            await self.close()
+            groups = [["kubelet"], ["controller-manager", "scheduler"], ["apiserver"]]
+            for kinds in groups:
+                await asyncio.gather(
+                    *(c.stop() for c in self.components.values() if c.kind in kinds)
+                )
+        finally:
+            leftovers = self.orphans()
+            for pid in leftovers:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+        if leftovers:
+            raise AssertionError(f"processes outlived the cluster: {leftovers}")
+
+    def orphans(self) -> dict[int, str]:
+        """Live processes of this cluster; empty once it has stopped cleanly."""
+        return leftover_processes(root=self.root, network=self.network)
+
+    def pod_processes(self) -> dict[str, set[int]]:
+        return pod_processes(self.network)
 
 
 def phase(pod: Obj | None) -> str | None:

@@ -1,0 +1,203 @@
+"""``kubelite up``, Ctrl-C, ``kubelite up`` again on the same state dir: the cluster resumes.
+
+The real command as a person runs it (a subprocess reading its prefixed output for the banner):
+an RC of 2 nginx pods and a standalone pod run; SIGINT stops every component *and* every pod's
+process; the second ``kubelite up`` brings back the same objects (same uids, nothing created
+twice) and the same pods running again on the same nodes and pod IPs, answering HTTP; a second
+SIGINT leaves nothing behind again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import signal
+import sys
+from ipaddress import IPv4Network
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.e2e.cluster import (
+    PODS,
+    RCS,
+    ClusterView,
+    free_port,
+    http_get,
+    leftover_processes,
+    loopback_pod_cidr,
+    pod_processes,
+    running,
+)
+from tests.e2e.test_components_resync_after_sigkill import sleeper
+from tests.e2e.test_seed_replication_controller_flow import rc
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(300)]
+
+ROOT = Path(__file__).resolve().parents[2]
+BANNER = "kubelite is up: "
+PREFIX = re.compile(r"^(up|apiserver|controller-manager|scheduler|node1|node2) +\| ")
+
+
+class Up:
+    """One ``python -m kubelite up`` subprocess and everything it has printed."""
+
+    def __init__(self, argv: list[str], log: Path) -> None:
+        self.argv = argv
+        self.log = log
+        self.lines: list[str] = []
+        self.proc: asyncio.subprocess.Process | None = None
+        self._banner = asyncio.Event()
+        self._reader: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        self.proc = await asyncio.create_subprocess_exec(
+            *self.argv,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            cwd=ROOT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        self._reader = asyncio.create_task(self._read(), name="e2e kubelite up output")
+
+    async def _read(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        with self.log.open("a") as log:
+            while raw := await self.proc.stdout.readline():
+                line = raw.decode(errors="replace").rstrip("\n")
+                self.lines.append(line)
+                log.write(line + "\n")
+                if BANNER in line:
+                    self._banner.set()
+
+    async def wait_banner(self, *, within: float = 90.0) -> None:
+        assert self.proc is not None
+        exited = asyncio.create_task(self.proc.wait(), name="e2e kubelite up exit")
+        banner = asyncio.create_task(self._banner.wait(), name="e2e kubelite up banner")
+        try:
+            done, _ = await asyncio.wait(
+                {exited, banner}, timeout=within, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            exited.cancel()
+            banner.cancel()
+        assert banner in done, "no banner from kubelite up:\n" + "\n".join(self.lines[-60:])
+
+    async def interrupt(self, *, within: float = 90.0) -> int:
+        """SIGINT, as Ctrl-C in a terminal; the exit code."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGINT)
+        code = await asyncio.wait_for(self.proc.wait(), within)
+        assert self._reader is not None
+        await self._reader
+        return code
+
+    async def kill(self) -> None:
+        if self.proc is not None and self.proc.returncode is None:
+            self.proc.kill()
+            await self.proc.wait()
+        if self._reader is not None:
+            await self._reader
+
+
+async def test_ctrl_c_then_up_again_resumes_objects_and_running_pods(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    port = free_port()
+    cidr = loopback_pod_cidr(2)
+    network = IPv4Network(cidr)
+    argv = [
+        sys.executable, "-m", "kubelite", "up",
+        "--state-dir", str(state), "--port", str(port), "--kubelet-port", "0",
+        "--scheduler-port", "0", "--controller-manager-port", "0", "--pod-cidr", cidr,
+        "--no-color",
+    ]  # fmt: skip
+    marker = f"127.0.0.1:{port}"
+    runs: list[Up] = []
+    try:
+        # ---- first run: start, run things, Ctrl-C --------------------------------------------
+        first = Up(argv, tmp_path / "up-1.log")
+        runs.append(first)
+        await first.start()
+        await first.wait_banner()
+        assert all(PREFIX.match(line) for line in first.lines), [
+            line for line in first.lines if not PREFIX.match(line)
+        ][:5]
+        assert any(f"API at http://127.0.0.1:{port}" in line for line in first.lines)
+        kubeconfig = yaml.safe_load((state / "kubeconfig").read_text())
+        assert kubeconfig["clusters"][0]["cluster"]["server"] == f"http://127.0.0.1:{port}"
+
+        view = ClusterView(f"http://127.0.0.1:{port}")
+        await view.watch()
+        try:
+            await view.client.create(RCS, rc("web", replicas=2), namespace="default")
+            await view.client.create(PODS, sleeper("solo"), namespace="default")
+            await view.until(
+                lambda: len(view.live_pods()) == 3 and all(running(p) for p in view.live_pods()),
+                within=60,
+                what="2 web pods and solo Running",
+            )
+            before = {
+                p["metadata"]["name"]: (
+                    p["metadata"]["uid"], p["spec"]["nodeName"], p["status"]["podIP"]
+                )
+                for p in view.live_pods()
+            }  # fmt: skip
+            rc_uid = view.rcs.get("default/web")["metadata"]["uid"]
+            assert set(pod_processes(network)) == {f"default/{n}" for n in before}
+        finally:
+            await view.close()
+
+        assert await first.interrupt() == 0
+        assert first.lines[-1].endswith("| stopped")
+        assert leftover_processes(root=state, network=network, marker=marker) == {}
+
+        # ---- second run on the same state dir: the same cluster comes back ------------------
+        second = Up(argv, tmp_path / "up-2.log")
+        runs.append(second)
+        await second.start()
+        await second.wait_banner()
+        view = ClusterView(f"http://127.0.0.1:{port}")
+        await view.watch()
+        try:
+            # the API remembers the old status until each kubelet restarts its pod's container
+            # in place: wait for a restart counted on every pod
+            def resumed() -> bool:
+                pods = view.live_pods()
+                return len(pods) == 3 and all(
+                    running(p)
+                    and p["status"]["containerStatuses"][0].get("restartCount", 0) >= 1
+                    and p["status"]["containerStatuses"][0].get("state", {}).get("running")
+                    for p in pods
+                )
+
+            await view.until(resumed, within=90, what="every pod running again")
+            after = {
+                p["metadata"]["name"]: (
+                    p["metadata"]["uid"], p["spec"]["nodeName"], p["status"]["podIP"]
+                )
+                for p in view.live_pods()
+            }  # fmt: skip
+            assert after == before  # same objects, same nodes, same pod IPs; nothing new
+            assert view.rcs.get("default/web")["metadata"]["uid"] == rc_uid
+            groups = pod_processes(network)
+            assert set(groups) == {f"default/{n}" for n in before}
+            assert all(len(g) == 1 for g in groups.values()), groups
+            for name, (_, _, ip) in after.items():
+                if name.startswith("web-"):
+                    status, _ = await http_get(f"http://{ip}:80/")
+                    assert status == 200
+        finally:
+            await view.close()
+
+        assert await second.interrupt() == 0
+        assert leftover_processes(root=state, network=network, marker=marker) == {}
+    finally:
+        for run in runs:
+            await run.kill()
+        for pid in leftover_processes(root=state, network=network, marker=marker):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
