@@ -38,6 +38,8 @@ class SchedulerCache:
         """Pod key -> the node it is accounted on (bound or assumed)."""
         self._assumed: set[str] = set()
         self._node_list: list[NodeInfo] | None = None
+        self.static_version = 0
+        """Bumped when a node appears, goes, or changes what node-static filters read."""
 
     # ---- nodes ---------------------------------------------------------------------------
 
@@ -52,6 +54,7 @@ class SchedulerCache:
         info = self._info(str((d.get("metadata") or {}).get("name") or ""))
         info.set_node(d)
         self._node_list = None
+        self.static_version += 1
         return NODE_ADD
 
     def update_node(self, obj: Any) -> ClusterEvent | None:
@@ -93,6 +96,8 @@ class SchedulerCache:
         }
         if not plugins:
             return None
+        if plugins - {"NodeResourcesFit"}:
+            self.static_version += 1
         if "NodeAffinity" in plugins:
             plugins.add("NodeName")  # matchFields and names live on the same object
         return ClusterEvent("NodeUpdate", frozenset(plugins))
@@ -102,6 +107,7 @@ class SchedulerCache:
         if info is None:
             return
         self._node_list = None
+        self.static_version += 1
         if info.pods:
             # its pods will be deleted or rebound; until then keep their accounting
             info.node = None

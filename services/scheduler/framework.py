@@ -14,7 +14,14 @@ the queue treats the reasons differently:
 
 Plugins are synchronous and must not await: one scheduling cycle reads the cache and assumes the
 chosen node without yielding to the event loop, so no informer event can change the cache half
-way through a decision. What this module does not do: preemption, permit/reserve points, more
+way through a decision.
+
+A filter plugin may declare ``node_static = True``: its answer depends only on the pod's
+constraints (``PodInfo.constraint_key``: nodeName, nodeSelector, required affinity,
+tolerations) and on the node's own labels, taints, schedulability and readiness — never on the
+pods placed there. The framework then runs those filters once per (constraints, node set) and
+remembers which nodes passed, so a burst of replicas pays only for the dynamic filters
+(resources). Static filters run before dynamic ones whatever their configured order. What this module does not do: preemption, permit/reserve points, more
 than one profile, and extenders.
 """
 
@@ -22,6 +29,7 @@ from __future__ import annotations
 
 import enum
 import random
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -198,6 +206,14 @@ def num_feasible_nodes_to_find(num_all_nodes: int, percentage: int) -> int:
     return max(num_all_nodes * adaptive // 100, _MIN_FEASIBLE_NODES)
 
 
+@dataclass(frozen=True, slots=True)
+class _StaticPass:
+    nodes: Sequence[NodeInfo]
+    version: int | None
+    passed: list[NodeInfo]
+    rejected: dict[str, Status]
+
+
 # ---- outcome of one cycle --------------------------------------------------------------------
 
 
@@ -266,6 +282,9 @@ class Framework:
     the next cycle starts where the last one stopped, so every node gets its turn.
     """
 
+    STATIC_CACHE_SIZE = 256
+    """Distinct pod constraint sets whose static filter results are remembered."""
+
     def __init__(
         self,
         *,
@@ -283,6 +302,7 @@ class Framework:
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self._rng = rng or random.Random()
         self._next_start = 0
+        self._static: OrderedDict[str, _StaticPass] = OrderedDict()
 
     @property
     def plugin_names(self) -> list[str]:
@@ -315,19 +335,74 @@ class Framework:
                 return status.with_plugin(plugin.name)
         return None
 
+    def _static_pass(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        nodes: Sequence[NodeInfo],
+        plugins: Sequence[FilterPlugin],
+        nodes_version: int | None,
+    ) -> _StaticPass:
+        """Run the node-static filters over every node, or reuse the last identical run."""
+        key = pod.constraint_key if nodes_version is not None else ""
+        if key:
+            cached = self._static.get(key)
+            if cached is not None and cached.nodes is nodes and cached.version == nodes_version:
+                self._static.move_to_end(key)
+                return cached
+        passed: list[NodeInfo] = []
+        rejected: dict[str, Status] = {}
+        filters = [p.filter for p in plugins]
+        for node in nodes:
+            for run in filters:
+                status = run(state, pod, node)
+                if status is not None:
+                    plugin = plugins[filters.index(run)]
+                    if status.code == Code.ERROR:
+                        raise RuntimeError(f"filter plugin {plugin.name} failed: {status.message}")
+                    rejected[node.name] = status.with_plugin(plugin.name)
+                    break
+            else:
+                passed.append(node)
+        result = _StaticPass(nodes, nodes_version, passed, rejected)
+        if key:
+            self._static[key] = result
+            if len(self._static) > self.STATIC_CACHE_SIZE:
+                self._static.popitem(last=False)
+        return result
+
     def find_feasible(
-        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], diagnosis: Diagnosis
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        nodes: Sequence[NodeInfo],
+        diagnosis: Diagnosis,
+        *,
+        nodes_version: int | None = None,
     ) -> tuple[list[NodeInfo], int]:
-        """Feasible nodes (at most the number worth finding) and how many nodes were examined."""
+        """Feasible nodes (at most the number worth finding) and how many nodes were examined.
+
+        ``nodes_version`` (the cache's count of node-static changes) lets the static filters'
+        results be reused while neither it nor the ``nodes`` list object changes.
+        """
         total = len(nodes)
         wanted = num_feasible_nodes_to_find(total, self.percentage_of_nodes_to_score)
-        feasible: list[NodeInfo] = []
-        start = self._next_start % total if total else 0
-        examined = 0
-        # the hot loop: hoist what can be hoisted, skip plugins PreFilter declared irrelevant
         plugins = [p for p in self.filter_plugins if p.name not in state.skip_filter]
-        filters = [p.filter for p in plugins]
-        order = nodes[start:] + nodes[:start] if start else nodes
+        static = [p for p in plugins if getattr(p, "node_static", False)]
+        dynamic = [p for p in plugins if not getattr(p, "node_static", False)]
+        if static:
+            first = self._static_pass(state, pod, nodes, static, nodes_version)
+            candidates: Sequence[NodeInfo] = first.passed
+            static_rejections = first.rejected
+        else:
+            candidates, static_rejections = nodes, {}
+        feasible: list[NodeInfo] = []
+        count = len(candidates)
+        start = self._next_start % count if count else 0
+        examined = 0
+        # the hot loop: hoist what can be hoisted
+        filters = [p.filter for p in dynamic]
+        order = [*candidates[start:], *candidates[:start]] if start else candidates
         for node in order:
             examined += 1
             rejected: Status | None = None
@@ -340,13 +415,16 @@ class Framework:
                 if len(feasible) >= wanted:
                     break
                 continue
-            plugin = plugins[filters.index(run)]  # the rejection path only
+            plugin = dynamic[filters.index(run)]  # the rejection path only
             if rejected.code == Code.ERROR:
                 raise RuntimeError(f"filter plugin {plugin.name} failed: {rejected.message}")
             diagnosis.node_statuses[node.name] = rejected.with_plugin(plugin.name)
             diagnosis.unschedulable_plugins.add(plugin.name)
-        self._next_start = (start + examined) % total if total else 0
-        return feasible, examined
+        self._next_start = (start + examined) % count if count else 0
+        if not feasible and static_rejections:
+            diagnosis.node_statuses.update(static_rejections)
+            diagnosis.unschedulable_plugins.update(s.plugin for s in static_rejections.values())
+        return feasible, examined + len(static_rejections)
 
     def score_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[int]:
         """Weighted total score of each node, same order as ``nodes``."""
@@ -369,8 +447,12 @@ class Framework:
                 totals[i] += s * weight
         return totals
 
-    def schedule(self, pod: PodInfo, nodes: Sequence[NodeInfo]) -> ScheduleResult:
+    def schedule(
+        self, pod: PodInfo, nodes: Sequence[NodeInfo], *, nodes_version: int | None = None
+    ) -> ScheduleResult:
         """Pick a node for ``pod`` among ``nodes``; raise FitError if none fits.
+
+        Pass the cache's ``nodes_version`` to reuse node-static filter results (see above).
 
         Ties between the best-scoring nodes are broken at random, as kube-scheduler does, so
         identical nodes share a burst of identical pods instead of the first one taking all.
@@ -390,7 +472,9 @@ class Framework:
             for node in nodes:
                 diagnosis.node_statuses[node.name] = rejected
             raise FitError(num_all_nodes=len(nodes), diagnosis=diagnosis)
-        feasible, examined = self.find_feasible(state, pod, nodes, diagnosis)
+        feasible, examined = self.find_feasible(
+            state, pod, nodes, diagnosis, nodes_version=nodes_version
+        )
         if not feasible:
             raise FitError(num_all_nodes=len(nodes), diagnosis=diagnosis)
         if len(feasible) == 1:

@@ -20,6 +20,7 @@ hand-written Node objects are usable.
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -157,6 +158,7 @@ class PodInfo:
     """A pod as the scheduler sees it: identity, constraints and requests, parsed once."""
 
     __slots__ = (
+        "_constraint_key",
         "affinity_preferred",
         "affinity_required",
         "controller_uid",
@@ -210,6 +212,18 @@ class PodInfo:
         )
         self.tolerations: list[Mapping[str, Any]] = list(spec.get("tolerations") or ())
         self.requests, self.non_zero_requests = _pod_requests(spec)
+        self._constraint_key: str | None = None
+
+    @property
+    def constraint_key(self) -> str:
+        """The pod's node constraints as one string: equal keys, equal node-static verdicts."""
+        if self._constraint_key is None:
+            self._constraint_key = json.dumps(
+                [self.node_name, self.node_selector, self.affinity_required, self.tolerations],
+                sort_keys=True,
+                separators=(",", ":"),
+            )
+        return self._constraint_key
 
     @property
     def terminal(self) -> bool:

@@ -155,7 +155,9 @@ class Scheduler:
             return
         started = time.perf_counter()
         try:
-            result = self.framework.schedule(pod, self.cache.nodes())
+            result = self.framework.schedule(
+                pod, self.cache.nodes(), nodes_version=self.cache.static_version
+            )
         except FitError as err:
             self.metrics.attempt("unschedulable", time.perf_counter() - started)
             self._unschedulable(qp, err)

@@ -42,6 +42,7 @@ def pod_matches_node(pod: PodInfo, node: NodeInfo) -> bool:
 
 class NodeAffinity:
     name = NAME
+    node_static = True
 
     def pre_filter(self, state: CycleState, pod: PodInfo) -> Status | None:
         if not pod.node_selector and pod.affinity_required is None:

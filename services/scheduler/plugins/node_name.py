@@ -16,6 +16,7 @@ REASON = "node(s) didn't match the requested node name"
 
 class NodeName:
     name = NAME
+    node_static = True
 
     def pre_filter(self, state: CycleState, pod: PodInfo) -> Status | None:
         return None if pod.node_name else SKIP

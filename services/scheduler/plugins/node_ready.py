@@ -19,6 +19,7 @@ NOT_READY_TAINT = Taint("node.kubernetes.io/not-ready", "", "NoSchedule")
 
 class NodeReady:
     name = NAME
+    node_static = True
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
         if not node.ready and not tolerates(pod.tolerations, NOT_READY_TAINT):

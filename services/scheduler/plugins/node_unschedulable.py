@@ -17,6 +17,7 @@ UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule"
 
 class NodeUnschedulable:
     name = NAME
+    node_static = True
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
         if node.unschedulable and not tolerates(pod.tolerations, UNSCHEDULABLE_TAINT):

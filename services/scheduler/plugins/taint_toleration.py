@@ -46,6 +46,7 @@ def reason_for(taint: Taint) -> str:
 
 class TaintToleration:
     name = NAME
+    node_static = True
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
         if not node.taints:
