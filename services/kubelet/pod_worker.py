@@ -275,14 +275,16 @@ class PodWorker:
                 try:
                     deadline = await self._sync()
                     errors.reset()
-                except (StatusError, ConnectionError, OSError) as exc:
+                except Exception as exc:  # a bad sync must not orphan the pod: retry it
                     delay = errors.next_delay()
                     log.warning(
-                        "pod %s/%s: sync failed (%s); will retry in %.1fs",
+                        "pod %s/%s: sync failed (%s: %s); will retry in %.1fs",
                         self.namespace,
                         self.name,
+                        type(exc).__name__,
                         exc,
                         delay,
+                        exc_info=not isinstance(exc, (StatusError, ConnectionError, OSError)),
                     )
                     deadline = asyncio.get_running_loop().time() + delay
                 await self._sleep_until(deadline)
