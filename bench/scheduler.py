@@ -39,13 +39,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from api.registry import REGISTRY
+from api.registry import REGISTRY, ResourceType
 from client.informer import Informer
 from client.rest import ApiClient
 
-PODS = REGISTRY.by_kind("", "Pod")
-NODES = REGISTRY.by_kind("", "Node")
-assert PODS is not None and NODES is not None
+_pods, _nodes = REGISTRY.by_kind("", "Pod"), REGISTRY.by_kind("", "Node")
+assert _pods is not None and _nodes is not None
+PODS: ResourceType = _pods
+NODES: ResourceType = _nodes
 
 REPO = Path(__file__).resolve().parents[1]
 ANCHOR = 270.0

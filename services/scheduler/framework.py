@@ -437,12 +437,13 @@ class Framework:
                 state.skip_score.add(plugin.name)
             else:
                 raise RuntimeError(f"pre-score plugin {plugin.name} failed: {status.message}")
-        for plugin, weight in self.score_plugins:
-            if plugin.name in state.skip_score:
+        for scorer, weight in self.score_plugins:
+            if scorer.name in state.skip_score:
                 continue
-            scores = [plugin.score(state, pod, node) for node in nodes]
-            if isinstance(plugin, ScoreNormalizer):
-                plugin.normalize_score(state, pod, scores)
+            score = scorer.score
+            scores = [score(state, pod, node) for node in nodes]
+            if isinstance(scorer, ScoreNormalizer):
+                scorer.normalize_score(state, pod, scores)
             for i, s in enumerate(scores):
                 totals[i] += s * weight
         return totals

@@ -35,7 +35,7 @@ from typing import Any
 
 from api.errors import AlreadyExists, Conflict, NotFound, StatusError
 from api.meta import now_time
-from api.registry import REGISTRY
+from api.registry import REGISTRY, ResourceType
 from client.events import EventRecorder
 from client.rest import ApiClient
 from services.scheduler.cache import SchedulerCache
@@ -48,8 +48,9 @@ __all__ = ["Scheduler"]
 
 log = logging.getLogger("kubelite.scheduler")
 
-PODS = REGISTRY.by_kind("", "Pod")
-assert PODS is not None
+_pods = REGISTRY.by_kind("", "Pod")
+assert _pods is not None
+PODS: ResourceType = _pods
 
 # Enough concurrent bindings to hide a round trip per pod, few enough not to flood the apiserver
 # (kube-scheduler's default client QPS/burst is 50/100 per second; we are a local process).
