@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -77,3 +78,29 @@ async def test_kubectl_label_then_node_selector_lands_on_the_labelled_node(
         assert event["type"] == "Normal"
         assert event["message"] == "Successfully assigned default/pod-example-0 to node1"
         assert event["source"]["component"] == "default-scheduler"
+
+        # a selector nothing matches: kubectl describe says why the pod is Pending
+        await cluster.add_pod("nowhere", node_selector={"zz": "nope"})
+        await cluster.until(
+            lambda: bool(cluster.pod_events("nowhere", "FailedScheduling")), within=20, what="event"
+        )
+        proc = await asyncio.create_subprocess_exec(
+            "kubectl", "-s", api.url, "--cache-dir", str(tmp_path / "kube-cache"),
+            "describe", "pod", "nowhere",
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        )  # fmt: skip
+        out, _ = await proc.communicate()
+        text = out.decode()
+        assert proc.returncode == 0, text
+        assert (
+            "Status:           Pending" in text
+            or "Status:       Pending" in text
+            or "Pending" in text
+        )
+        assert "PodScheduled" in text
+        events = text[text.index("Events:") :]
+        assert "Warning  FailedScheduling" in events
+        assert (
+            "default-scheduler  0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector."
+            in events
+        )
