@@ -19,6 +19,7 @@ import argparse
 import asyncio
 import contextlib
 import faulthandler
+import ipaddress
 import logging
 import signal
 import socket
@@ -111,6 +112,17 @@ def _taints(text: str) -> tuple[dict[str, str], ...]:
     return tuple(out)
 
 
+def _resolve_node_ip(text: str) -> str:
+    try:
+        return str(ipaddress.ip_address(text))
+    except ValueError:
+        pass
+    try:
+        return socket.gethostbyname(text)
+    except OSError as exc:
+        raise SystemExit(f"kubelite kubelet: --node-ip {text!r} does not resolve: {exc}") from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="kubelite kubelet", description=__doc__.split("\n\n")[0])
     p.add_argument("--server", default="http://127.0.0.1:8080", help="apiserver URL")
@@ -122,7 +134,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--address", default="127.0.0.1", help="address the kubelet server binds")
     p.add_argument("--port", type=int, default=10250, help="kubelet server port (0: any free)")
-    p.add_argument("--node-ip", default="127.0.0.1", help="the node's InternalIP")
+    p.add_argument(
+        "--node-ip",
+        default="127.0.0.1",
+        help="the node's InternalIP, or a host name resolved once at start (in a container: "
+        "the container's own name, so the apiserver reaches this kubelet for logs and exec)",
+    )
     p.add_argument(
         "--node-labels", type=_labels, default={}, help="k=v[,k=v...] added at registration"
     )
@@ -171,7 +188,7 @@ def parse_args(argv: Sequence[str]) -> tuple[KubeletOptions, str]:
             state_dir=a.state_dir,
             address=a.address,
             port=a.port,
-            node_ip=a.node_ip,
+            node_ip=_resolve_node_ip(a.node_ip),
             node_labels=a.node_labels,
             taints=a.register_with_taints,
             cpu=a.cpu,
