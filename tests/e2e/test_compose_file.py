@@ -69,4 +69,39 @@ def test_ports_and_urls_agree(compose: dict) -> None:
         assert args.node_name == node
         assert args.runtime == "process"
     health = services["apiserver"]["healthcheck"]["test"]
-    assert f":{api.insecure_port}/readyz" in health[-1]
+    assert f"127.0.0.1:{api.insecure_port}/readyz" in health[-1]
+    assert "6443" in published  # the HTTPS port's place, for when TLS lands
+
+
+def _health_url(service: dict) -> str:
+    test = service["healthcheck"]["test"]
+    assert test[0] == "CMD" and test[1] == "curl", test
+    return test[-1]
+
+
+def test_health_checks_probe_what_each_component_serves(compose: dict) -> None:
+    services = compose["services"]
+    cm = _parse(services["controller-manager"]["command"])
+    assert _health_url(services["controller-manager"]) == (
+        f"http://127.0.0.1:{cm.healthz_port}/healthz"
+    )
+    sched = _parse(services["scheduler"]["command"])
+    assert _health_url(services["scheduler"]) == f"http://127.0.0.1:{sched.port}/healthz"
+    for node in ("node1", "node2"):
+        kubelet = _parse(services[node]["command"])
+        assert _health_url(services[node]) == f"http://127.0.0.1:{kubelet.healthz_port}/healthz"
+        # the apiserver proxies logs and exec to the node's InternalIP and kubelet port: the
+        # kubelet must listen beyond its own loopback and advertise a name the network resolves
+        assert kubelet.address == "0.0.0.0"
+        assert kubelet.node_ip == services[node]["hostname"] == node
+    for name, service in services.items():
+        assert service["restart"] in ("always", "unless-stopped", "on-failure"), name
+        assert service["healthcheck"]["retries"] >= 1, name
+
+
+def test_the_image_runs_the_kubelite_command() -> None:
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert 'ENTRYPOINT ["kubelite"]' in dockerfile
+    for package in ("api", "store", "client", "services", "kubelite"):
+        assert f"COPY {package} ./{package}" in dockerfile, package
+    assert "curl" in dockerfile  # the health checks run curl inside the container
