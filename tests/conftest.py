@@ -7,6 +7,7 @@ state); everything it started is stopped at teardown. See ``tests/apiserver_proc
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -15,6 +16,14 @@ import pytest
 from tests.apiserver_process import ApiServerProcess
 
 StartApiServer = Callable[..., ApiServerProcess]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_implicit_event_loop() -> None:
+    """Mark "no current loop" up front: looptime asks the policy for the loop around every
+    test, and for a sync test run before any async one that call would create a loop nobody
+    closes (its self-pipe then surfaces as a ResourceWarning error in some later test)."""
+    asyncio.set_event_loop(None)
 
 
 @pytest.fixture
