@@ -68,6 +68,7 @@ HEARTBEAT_SLACK = timedelta(seconds=2)
 """A node's Ready heartbeat counts as this run's if it is no older than the start minus this
 (heartbeats have one-second resolution on the wire)."""
 PR_SET_PDEATHSIG = 1
+STORE_SCHEMES = ("memory://", "sqlite://", "etcd://")
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +138,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--store",
         default=None,
-        help="store URL: memory://, sqlite:///path.db (default sqlite:///<state-dir>/kubelite.db)",
+        help="store URL: memory://, sqlite:///path.db, etcd://host:2379 "
+        "(default sqlite:///<state-dir>/kubelite.db)",
     )
     p.add_argument(
         "--kubelet-port",
@@ -193,6 +195,8 @@ def parse_options(argv: Sequence[str]) -> Options:
             node_pod_cidrs(ns.pod_cidr, max(ns.nodes, 1))
         except ValueError as exc:
             parser.error(f"--pod-cidr: {exc}")
+    if ns.store is not None and not ns.store.startswith(STORE_SCHEMES):
+        parser.error(f"--store {ns.store!r}: expected one of {', '.join(STORE_SCHEMES)}")
     state_dir = Path(ns.state_dir).resolve()
     store = ns.store or f"sqlite:///{state_dir / 'kubelite.db'}"
     return Options(

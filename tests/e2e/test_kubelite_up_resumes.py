@@ -1,8 +1,8 @@
 """``kubelite up``, Ctrl-C, ``kubelite up`` again on the same state dir: the cluster resumes.
 
 The real command as a person runs it (a subprocess reading its prefixed output for the banner):
-an RC of 2 nginx pods and a standalone pod run; SIGINT stops every component *and* every pod's
-process; the second ``kubelite up`` brings back the same objects (same uids, nothing created
+a component killed with SIGKILL is restarted, and ``up`` says so; an RC of 2 nginx pods and a
+standalone pod run; SIGINT stops every component *and* every pod's process; the second ``kubelite up`` brings back the same objects (same uids, nothing created
 twice) and the same pods running again on the same nodes and pod IPs, answering HTTP; a second
 SIGINT leaves nothing behind again.
 """
@@ -51,6 +51,7 @@ class Up:
         self.lines: list[str] = []
         self.proc: asyncio.subprocess.Process | None = None
         self._banner = asyncio.Event()
+        self._new_line = asyncio.Event()
         self._reader: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -73,6 +74,22 @@ class Up:
                 log.write(line + "\n")
                 if BANNER in line:
                     self._banner.set()
+                self._new_line.set()
+
+    async def wait_line(self, pattern: str, *, count: int = 1, within: float = 60.0) -> None:
+        """Until ``count`` printed lines match the regular expression ``pattern``."""
+
+        async def wait() -> None:
+            while sum(1 for line in self.lines if re.search(pattern, line)) < count:
+                self._new_line.clear()
+                await self._new_line.wait()
+
+        try:
+            await asyncio.wait_for(wait(), within)
+        except TimeoutError:
+            raise AssertionError(
+                f"no {pattern!r} x{count} from kubelite up:\n" + "\n".join(self.lines[-40:])
+            ) from None
 
     async def wait_banner(self, *, within: float = 90.0) -> None:
         assert self.proc is not None
@@ -104,6 +121,19 @@ class Up:
             await self._reader
 
 
+def child_pid(module: str, marker: str) -> int:
+    """The pid of the one process running ``module`` whose command line holds ``marker``."""
+    found = [
+        pid
+        for pid, cmdline in leftover_processes(
+            root=Path("/nonexistent"), network=IPv4Network("127.255.255.255/32"), marker=marker
+        ).items()
+        if f"-m {module} " in cmdline
+    ]
+    assert len(found) == 1, found
+    return found[0]
+
+
 async def test_ctrl_c_then_up_again_resumes_objects_and_running_pods(tmp_path: Path) -> None:
     state = tmp_path / "state"
     port = free_port()
@@ -129,6 +159,11 @@ async def test_ctrl_c_then_up_again_resumes_objects_and_running_pods(tmp_path: P
         assert any(f"API at http://127.0.0.1:{port}" in line for line in first.lines)
         kubeconfig = yaml.safe_load((state / "kubeconfig").read_text())
         assert kubeconfig["clusters"][0]["cluster"]["server"] == f"http://127.0.0.1:{port}"
+
+        # a component that dies is restarted, and up says so
+        os.kill(child_pid("services.scheduler", marker), signal.SIGKILL)
+        await first.wait_line(r"^up +\| scheduler exited with code -9; restarting in ")
+        await first.wait_line(r"^scheduler +\| scheduler serving on ", count=2)
 
         view = ClusterView(f"http://127.0.0.1:{port}")
         await view.watch()
