@@ -126,7 +126,7 @@ def _unit(name: str) -> str:
 
 def scale_scenario(*, nodes: int, pods: int) -> ScenarioRun:
     async def run(ctx: Context) -> list[Figure]:
-        hold = 30.0 if ctx.quick else 60.0
+        hold = 10.0 if ctx.quick else 60.0
 
         async def once(index: int) -> dict[str, float]:
             workdir = ctx.workdir / f"scale-{nodes}x{pods}-{index}"
