@@ -106,6 +106,11 @@ def prepare_for_create(rt: ResourceType, obj: Obj) -> None:
         obj["status"] = {}
 
 
+def _names(value: Any) -> set[str]:
+    """The strings of a list (what validation will insist ``finalizers`` is)."""
+    return {v for v in value if isinstance(v, str)} if isinstance(value, list) else set()
+
+
 def prepare_for_update(rt: ResourceType, new: Obj, old: Obj) -> None:
     """Make ``new`` (a client's PUT/PATCH result) keep what the client may not change."""
     meta, old_meta = _meta(new), _meta(old)
@@ -119,7 +124,7 @@ def prepare_for_update(rt: ResourceType, new: Obj, old: Obj) -> None:
     if meta["namespace"] is None:
         meta.pop("namespace")
     if old_meta.get("deletionTimestamp"):
-        added = set(meta.get("finalizers") or []) - set(old_meta.get("finalizers") or [])
+        added = _names(meta.get("finalizers")) - _names(old_meta.get("finalizers"))
         if added:
             raise Invalid.of(
                 rt.kind,
@@ -158,7 +163,7 @@ def prepare_for_status_update(rt: ResourceType, new: Obj, old: Obj) -> Obj:
         out["status"] = copy.deepcopy(new["status"])
     else:
         out.pop("status", None)
-    if (rt.group, rt.kind) == ("", "Pod") and "status" in out:
+    if (rt.group, rt.kind) == ("", "Pod") and isinstance(out.get("status"), dict):
         # qosClass is computed from the spec and cannot be changed
         qos = (old.get("status") or {}).get("qosClass")
         if qos is not None:

@@ -183,3 +183,20 @@ async def test_bad_query_parameters(api: Api) -> None:
     status, out = await api.delete(f"{PODS}/x", {"propagationPolicy": "Sideways"})
     assert status == 400
     await still_serving(api)
+
+
+async def test_malformed_shapes_in_patches_are_4xx_not_500(api: Api) -> None:
+    """Found by fuzzing: shapes the strategy code must not trip over before validation."""
+    await api.create_pod("p")
+    await api.patch(f"{PODS}/p", {"metadata": {"finalizers": ["example.com/x"]}})
+    await api.request("POST", f"{PODS}/p/binding", {"target": {"kind": "Node", "name": "n1"}})
+    await api.delete(f"{PODS}/p")  # terminating: the finalizer check on updates is live
+    for path, patch in (
+        (f"{PODS}/p/status", {"status": [1]}),
+        (f"{PODS}/p", {"metadata": {"finalizers": True}}),
+        (f"{PODS}/p", {"spec": {"containers": "x"}}),
+    ):
+        for kind in ("merge", "strategic"):
+            status, out = await api.patch(path, patch, kind=kind)
+            assert 400 <= status < 500, (path, patch, kind, out)
+    await still_serving(api)
