@@ -153,3 +153,44 @@ def _drive_official_client(url: str) -> None:
     nodes = v1.list_node(label_selector="zz=cxk")
     assert [n.metadata.name for n in nodes.items] == ["node1"]
     api.close()
+
+
+async def test_every_kind_over_the_real_process(apiserver_process) -> None:
+    """CRUD and a label-selected watch of each kind against ``python -m services.apiserver``."""
+    from tests.apiserver.test_crud_of_each_kind import KINDS
+
+    server: ApiServerProcess = await asyncio.to_thread(apiserver_process)
+    async with aiohttp.ClientSession(server.url) as session:
+        for kind, (collection, body) in sorted(KINDS.items()):
+            async with session.get(collection) as resp:
+                rv = (await resp.json())["metadata"]["resourceVersion"]
+            watch = await session.get(
+                collection,
+                params={"watch": "1", "resourceVersion": rv, "labelSelector": "e2e=yes"},
+            )
+            labelled = json.loads(json.dumps(body))
+            labelled["metadata"]["labels"] = {"e2e": "yes"}
+            async with session.post(collection, json=labelled) as resp:
+                assert resp.status == 201, (kind, await resp.text())
+            async with session.get(f"{collection}/x") as resp:
+                assert resp.status == 200 and (await resp.json())["kind"] == kind
+            async with session.patch(
+                f"{collection}/x",
+                data=b'{"metadata":{"labels":{"e2e":"no"}}}',
+                headers={"Content-Type": "application/merge-patch+json"},
+            ) as resp:
+                assert resp.status == 200, (kind, await resp.text())
+            events: list[dict[str, Any]] = []
+            buffer = b""
+            while len(events) < 2:
+                chunk = await watch.content.readany()
+                assert chunk, kind
+                buffer += chunk
+                while b"\n" in buffer:
+                    line, _, buffer = buffer.partition(b"\n")
+                    events.append(json.loads(line))
+            watch.close()
+            # created with the label (ADDED), then it stopped matching (DELETED)
+            assert [e["type"] for e in events] == ["ADDED", "DELETED"], kind
+            async with session.delete(f"{collection}/x") as resp:
+                assert resp.status == 200, (kind, await resp.text())
