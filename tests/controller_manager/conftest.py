@@ -26,10 +26,12 @@ class Cluster:
     tmp_path: Path
     started: list[ControllerManagerProcess]
 
-    def new_cm(self, *args: str) -> ControllerManagerProcess:
+    def new_cm(self, *args: str, server: str | None = None) -> ControllerManagerProcess:
         """Another controller-manager process (not started) with its own log."""
         proc = ControllerManagerProcess(
-            server=self.api.url, log_path=self.tmp_path / f"cm-{len(self.started)}.log", args=args
+            server=server or self.api.url,
+            log_path=self.tmp_path / f"cm-{len(self.started)}.log",
+            args=args,
         )
         self.started.append(proc)
         return proc
