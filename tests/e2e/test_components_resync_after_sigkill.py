@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.cluster import NODES, PODS, RCS, Cluster, http_get, running
-from tests.e2e.test_seed_replication_controller_flow import rc
+from tests.e2e.manifests import rc, sleeper
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -28,19 +28,6 @@ Obj = dict[str, Any]
 CONVERGE_WITHIN = 120.0
 """Bound for convergence after the restart: a restarted scheduler or controller-manager first
 waits out its predecessor's Lease (15 s), and pod deletions their grace period."""
-
-
-def sleeper(name: str, **spec: Any) -> Obj:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default", "labels": {"role": "sleeper"}},
-        "spec": {
-            "terminationGracePeriodSeconds": 5,
-            "containers": [{"name": "main", "image": "busybox", "command": ["sleep", "3600"]}],
-            **spec,
-        },
-    }
 
 
 async def change_the_cluster(c: Cluster) -> None:

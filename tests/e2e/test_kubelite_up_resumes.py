@@ -32,8 +32,7 @@ from tests.e2e.cluster import (
     pod_processes,
     running,
 )
-from tests.e2e.test_components_resync_after_sigkill import sleeper
-from tests.e2e.test_seed_replication_controller_flow import rc
+from tests.e2e.manifests import rc, sleeper
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(300)]
 

@@ -1,7 +1,8 @@
 """The seed's whole pod-creation flow, with every component a separate process.
 
 An RC of 3 nginx pods: the controller-manager creates 3 pods, the scheduler binds them across
-node1 and node2, the kubelets run them — all Running, each pod IP answering HTTP. Scale to 5:
+node1 and node2, the kubelets run them — all Running, each pod IP answering HTTP, each pod's
+log readable through the apiserver. Scale to 5:
 5 Running. Change the image: each pod's container restarts with the new image. Delete the RC:
 its pods, and their processes, are gone.
 """
@@ -15,31 +16,11 @@ from typing import Any
 import pytest
 
 from tests.e2e.cluster import PODS, RCS, Cluster, http_get, running
+from tests.e2e.manifests import rc
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(240)]
 
 Obj = dict[str, Any]
-
-
-def rc(name: str, *, replicas: int, image: str = "nginx:1.27") -> Obj:
-    return {
-        "apiVersion": "v1",
-        "kind": "ReplicationController",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"app": name},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {
-                    "terminationGracePeriodSeconds": 5,
-                    "containers": [
-                        {"name": "nginx", "image": image, "ports": [{"containerPort": 80}]}
-                    ],
-                },
-            },
-        },
-    }
 
 
 def image_of(pod: Obj) -> str:
@@ -85,6 +66,10 @@ async def test_rc_of_nginx_pods_runs_scales_changes_image_and_goes_away(cluster:
     assert len({p["status"]["podIP"] for p in pods}) == 3
     await assert_serving(c, "web")
     assert_one_process_per_pod(c, "web")
+    # `kubectl logs`: the apiserver proxies pods/{name}/log to the pod's kubelet
+    first = pods[0]["metadata"]["name"]
+    status, log = await http_get(f"{c.server}/api/v1/namespaces/default/pods/{first}/log")
+    assert status == 200 and f"start worker processes on {pods[0]['status']['podIP']}:80" in log
 
     # scale to 5, as `kubectl scale rc web --replicas=5` does
     await c.client.patch(RCS, "web", {"spec": {"replicas": 5}}, namespace="default")
