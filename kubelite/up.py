@@ -41,10 +41,11 @@ import os
 import random
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 
@@ -224,7 +225,7 @@ def node_pod_cidrs(cidr: str, count: int) -> list[str]:
     """Split a loopback range into ``count`` equal blocks, one per node, in node order."""
     network = ipaddress.ip_network(cidr, strict=False)
     if not isinstance(network, ipaddress.IPv4Network) or not network.subnet_of(
-        ipaddress.ip_network("127.0.0.0/8")
+        ipaddress.IPv4Network("127.0.0.0/8")
     ):
         raise ValueError(f"{cidr} is not inside 127.0.0.0/8 (pod traffic stays on loopback)")
     bits = max(count - 1, 0).bit_length()
@@ -478,7 +479,7 @@ class Supervisor:
                         if event.get("type") not in ("ADDED", "MODIFIED", "DELETED"):
                             continue
                         node = event.get("object") or {}
-                        name = (node.get("metadata") or {}).get("name")
+                        name = str((node.get("metadata") or {}).get("name") or "")
                         if event["type"] != "DELETED" and _is_ready(node, since=since):
                             ready.add(name)
                         else:
@@ -487,11 +488,11 @@ class Supervisor:
                             return
             # the server ended the watch (timeout, restart): list and watch again
 
-    async def _until_stopped(self, what: asyncio.Future[None] | asyncio.Task[None]) -> bool:
+    async def _until_stopped(self, what: asyncio.Task[Any]) -> bool:
         """Wait for ``what`` or a stop request; True when ``what`` finished first."""
         stop = asyncio.create_task(self._stopping.wait(), name="up:stop-requested")
         try:
-            await asyncio.wait({what, stop}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait([what, stop], return_when=asyncio.FIRST_COMPLETED)
         finally:
             stop.cancel()
         if not what.done():
@@ -643,6 +644,7 @@ def _is_ready(node: dict, *, since: datetime) -> bool:
 
 def main(argv: Sequence[str] | None = None) -> int:
     opts = parse_options(sys.argv[1:] if argv is None else argv)
+    runner: Callable[[Coroutine[Any, Any, int]], int]
     try:
         import uvloop
 
