@@ -159,11 +159,6 @@ async def test_ctrl_c_then_up_again_resumes_objects_and_running_pods(tmp_path: P
         kubeconfig = yaml.safe_load((state / "kubeconfig").read_text())
         assert kubeconfig["clusters"][0]["cluster"]["server"] == f"http://127.0.0.1:{port}"
 
-        # a component that dies is restarted, and up says so
-        os.kill(child_pid("services.scheduler", marker), signal.SIGKILL)
-        await first.wait_line(r"^up +\| scheduler exited with code -9; restarting in ")
-        await first.wait_line(r"^scheduler +\| scheduler serving on ", count=2)
-
         view = ClusterView(f"http://127.0.0.1:{port}")
         await view.watch()
         try:
@@ -184,6 +179,11 @@ async def test_ctrl_c_then_up_again_resumes_objects_and_running_pods(tmp_path: P
             assert set(pod_processes(network)) == {f"default/{n}" for n in before}
         finally:
             await view.close()
+
+        # a component that dies is restarted, and up says so
+        os.kill(child_pid("services.scheduler", marker), signal.SIGKILL)
+        await first.wait_line(r"^up +\| scheduler exited with code -9; restarting in ")
+        await first.wait_line(r"^scheduler +\| scheduler serving on ", count=2)
 
         assert await first.interrupt() == 0
         assert first.lines[-1].endswith("| stopped")
