@@ -200,11 +200,13 @@ def _in(network: IPv4Network, ip: str) -> bool:
     return False
 
 
-def leftover_processes(*, root: Path, network: IPv4Network, marker: str = "") -> dict[int, str]:
+def leftover_processes(
+    *, root: Path | None = None, network: IPv4Network | None = None, marker: str = ""
+) -> dict[int, str]:
     """Live processes of a cluster: working directory under ``root``, a pod IP in ``network``,
     or ``marker`` in the command line. ``pid -> command line``."""
     found: dict[int, str] = {}
-    top = str(root)
+    top = str(root) if root is not None else ""
     for pid in _pids():
         with contextlib.suppress(OSError):
             cwd = os.readlink(f"/proc/{pid}/cwd")
@@ -215,10 +217,9 @@ def leftover_processes(*, root: Path, network: IPv4Network, marker: str = "") ->
                 .decode(errors="replace")
             )
             if (
-                cwd == top
-                or cwd.startswith(top + "/")
+                (top and (cwd == top or cwd.startswith(top + "/")))
                 or (marker and marker in cmdline)
-                or _in(network, _environ(pid).get("POD_IP", ""))
+                or (network is not None and _in(network, _environ(pid).get("POD_IP", "")))
             ):
                 found[pid] = cmdline[:200]
     return found
