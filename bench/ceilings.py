@@ -11,7 +11,8 @@ reads as "0.4 of what a plain aiohttp handler does here" whatever the machine. T
 * ``fan-out to W watchers``: a plain aiohttp server (this module, ``--serve-fanout``) that keeps
   every ``?watch=1`` response open and, for each POSTed object, encodes one ``ADDED`` line once
   and writes it to every open response — the least any chunked-push watch server does. It is
-  driven by ``bench.api.measure_fanout``, the same driver as the apiserver's watch figure;
+  driven by ``bench.api.measure_fanout`` (creates ``REQUEST_CONCURRENCY`` in flight, W
+  watchers counting lines), the same driver as the apiserver's watch figure;
 * ``load generator cpu``: the share of one core this process (the client) used while driving the
   POST ceiling. Near 100% means the client, not the server, set the ceiling — then the ratios
   flatter kubelite, and the note says so.
@@ -34,7 +35,14 @@ from pathlib import Path
 
 from bench.harness import Context, Figure, collect_rounds, figure
 
-__all__ = ["FANOUT_WATCHERS", "REQUEST_CONCURRENCY", "request_count", "run", "serve_fanout"]
+__all__ = [
+    "FANOUT_WATCHERS",
+    "REQUEST_CONCURRENCY",
+    "fanout",
+    "request_count",
+    "run",
+    "serve_fanout",
+]
 
 REQUEST_CONCURRENCY = 32
 """Requests in flight for every req/s figure (ceiling and apiserver alike)."""
@@ -149,15 +157,25 @@ def _sqlite(ctx: Context, index: int) -> dict[str, float]:
     return {"sqlite3 commit": creates, "sqlite3 update commit": updates}
 
 
+async def fanout(url: str, *, watchers: int, quick: bool) -> tuple[float, float]:
+    """``bench.api.measure_fanout`` with this suite's sizes: (deliveries/s, keeping-up ratio)."""
+    from bench.api import measure_fanout
+
+    fan = await measure_fanout(
+        url, watchers=watchers, events=fanout_events(watchers, quick=quick),
+        in_flight=REQUEST_CONCURRENCY,
+    )  # fmt: skip
+    return fan.deliveries_per_s, fan.keeping_up
+
+
 async def _fanout(ctx: Context) -> dict[str, float]:
-    from bench.api import measure_fanout, server_process
+    from bench.api import server_process
 
     out = {}
     for watchers in FANOUT_WATCHERS:
         async with server_process(fanout_argv()) as url:
-            out[f"fan-out to {watchers} watchers"] = await measure_fanout(
-                url, watchers=watchers, events=fanout_events(watchers, quick=ctx.quick)
-            )
+            delivered, _ = await fanout(url, watchers=watchers, quick=ctx.quick)
+        out[f"fan-out to {watchers} watchers"] = delivered
     return out
 
 

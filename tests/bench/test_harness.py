@@ -119,3 +119,20 @@ def test_the_real_suite_starts_with_ceilings_and_keeps_big_runs_out_of_quick() -
 def test_cli_rejects_an_unknown_scenario(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--only", "no-such-thing"]) == 2
     assert "unknown scenario" in capsys.readouterr().err
+
+
+def test_the_benches_the_suite_plugs_in_still_take_its_arguments() -> None:
+    """bench.api and bench.scheduler belong to other engineers: a changed signature must fail
+    here, not an hour into ``make bench``."""
+    import inspect
+
+    from bench import api, scheduler
+
+    inspect.signature(api.measure_requests).bind("url", "target", count=1, in_flight=1)
+    inspect.signature(api.measure_fanout).bind("url", watchers=1, events=1, in_flight=1)
+    inspect.signature(api.apiserver_argv).bind("memory://")
+    inspect.signature(api.server_process).bind(["argv"])
+    inspect.signature(scheduler.run_case).bind(1, 1, "backlog", concurrency=1, workdir=Path())
+    assert {"op", "per_s", "p50_ms", "p99_ms"} <= set(api.Figure.__dataclass_fields__)
+    assert "deliveries_per_s" in api.FanOut.__dataclass_fields__
+    assert "pods_per_s" in dir(scheduler.Result)
