@@ -63,15 +63,8 @@ async def test_pods_leave_a_node_whose_kubelet_died(cluster: Cluster, tmp_path: 
             node_name=name,
             state_dir=tmp_path / name,
             log_path=tmp_path / f"{name}.log",
-            args=[
-                "--runtime",
-                "sim",
-                "--node-lease-renew-interval",
-                "1",
-                "--node-status-update-frequency",
-                "1",
-            ],
-        )  # fmt: skip
+            args=SIM_KUBELET_ARGS,
+        )
         for name in ("node-a", "node-b")
     }
     try:
