@@ -93,6 +93,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=True,
         help="campaign for the lease before running controllers (default: true)",
     )
+    le.add_argument(
+        "--no-leader-elect",
+        dest="leader_elect",
+        action="store_false",
+        help="same as --leader-elect=false",
+    )
     le.add_argument("--leader-elect-lease-duration", type=parse_duration, default=15.0)
     le.add_argument("--leader-elect-renew-deadline", type=parse_duration, default=10.0)
     le.add_argument("--leader-elect-retry-period", type=parse_duration, default=2.0)
@@ -203,9 +209,6 @@ async def serve(options: ManagerOptions, config: ClientConfig) -> int:
             return 0
         except LeadershipLost as exc:
             log.error("%s; exiting so a supervisor restarts this process", exc)
-            return 1
-        except OSError as exc:
-            log.error("cannot serve /healthz: %s", exc)
             return 1
         finally:
             for sig in (signal.SIGINT, signal.SIGTERM):

@@ -8,8 +8,9 @@ so killing the leader hands over within a lease duration (15 s by default).
 What it owns:
 
 * ``/healthz`` (and ``/healthz/leaderElection``) on ``healthz_bind_address:healthz_port``
-  (127.0.0.1:10257; port 0 disables it): ``ok`` unless this replica leads and has not renewed
-  its lease for ``lease_duration`` + 20 s (Kubernetes' leader-election health check);
+  (127.0.0.1:10257; port 0 disables it; a port already in use is skipped with a warning):
+  ``ok`` unless this replica leads and has not renewed its lease for ``lease_duration`` + 20 s
+  (Kubernetes' leader-election health check);
 * while leading: the ``SharedInformers``, one ``EventRecorder`` per controller (so
   ``kubectl describe`` names the controller as the event source), and each enabled controller
   as a named task;
@@ -318,9 +319,15 @@ class ControllerManager:
         site = web.TCPSite(runner, opts.healthz_bind_address, opts.healthz_port)
         try:
             await site.start()
-        except OSError:
+        except OSError as exc:
+            # another process holds the port (a second local cluster, a test run): the
+            # controllers matter more than the probe endpoint, so go on without it
             await runner.cleanup()
-            raise
+            log.warning(
+                "cannot serve /healthz on %s:%d (%s); continuing without it",
+                opts.healthz_bind_address, opts.healthz_port, exc.strerror or exc,
+            )  # fmt: skip
+            return
         self._runner = runner
         self.healthz_port = opts.healthz_port
         log.info("serving /healthz on http://%s:%d", opts.healthz_bind_address, opts.healthz_port)
