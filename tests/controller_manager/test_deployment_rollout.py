@@ -75,9 +75,11 @@ def condition(d: Obj, type_: str) -> Obj:
 
 
 async def set_image(cluster: Cluster, name: str, image: str) -> None:
-    d = await cluster.client.get(DEPLOYMENTS, name, namespace="default")
-    d["spec"]["template"]["spec"]["containers"][0]["image"] = image
-    await cluster.client.update(DEPLOYMENTS, d)
+    """What ``kubectl set image`` sends: a strategic merge patch keyed by container name."""
+    patch = {"spec": {"template": {"spec": {"containers": [{"name": "app", "image": image}]}}}}
+    await cluster.client.patch(
+        DEPLOYMENTS, name, patch, namespace="default", patch_type="strategic"
+    )
 
 
 async def test_rolling_update_respects_max_unavailable_and_max_surge(cluster: Cluster) -> None:
@@ -215,3 +217,33 @@ async def test_scaling_resizes_without_a_new_replica_set(cluster: Cluster) -> No
         await pods.wait_until(lambda o: sum(1 for p in o if active(p)) == 5, what="5 pods")
         d = deployments.get("default/sc")
         assert d is not None and copy.deepcopy(d)["metadata"]["annotations"][REVISION] == "1"
+
+
+async def test_paused_deployment_does_not_roll_until_resumed(cluster: Cluster) -> None:
+    client = cluster.client
+    async with (
+        SimCluster(client, nodes=["node1"]),
+        Watcher(client, DEPLOYMENTS, namespace="default") as deployments,
+        Watcher(client, RSS, namespace="default") as rss,
+        Watcher(client, PODS, namespace="default", label_selector="app=pz") as pods,
+    ):
+        await client.create(DEPLOYMENTS, deployment_body("pz", replicas=2), namespace="default")
+        await deployments.wait_until(rolled_out("pz", replicas=2), what="first rollout")
+        await client.patch(DEPLOYMENTS, "pz", {"spec": {"paused": True}}, namespace="default")
+        await set_image(cluster, "pz", "busybox")
+        got = await deployments.wait_until(
+            lambda o: (o[0].get("status") or {}).get("observedGeneration") == 3,
+            what="the paused change observed",
+        )
+        assert condition(got[0], "Progressing")["reason"] == "DeploymentPaused"
+        assert len(rss.objects()) == 1, "no new ReplicaSet while paused"
+        assert {image_of(p) for p in pods.objects() if active(p)} == {"nginx"}
+
+        await client.patch(DEPLOYMENTS, "pz", {"spec": {"paused": False}}, namespace="default")
+        await deployments.wait_until(
+            lambda o: o[0]["metadata"]["generation"] == 4 and rolled_out("pz", replicas=2)(o),
+            what="rolled out after resume",
+        )
+        await pods.wait_until(
+            lambda o: {image_of(p) for p in o if active(p)} == {"busybox"}, what="busybox pods"
+        )
