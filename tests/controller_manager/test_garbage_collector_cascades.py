@@ -9,8 +9,19 @@ import pytest
 
 from api.errors import NotFound
 from tests.controller_manager.conftest import Cluster
-from tests.controller_manager.harness import PODS, RCS, Obj, Watcher, active, owned_by, rc_body
+from tests.controller_manager.harness import (
+    DEPLOYMENTS,
+    PODS,
+    RCS,
+    RSS,
+    Obj,
+    Watcher,
+    active,
+    owned_by,
+    rc_body,
+)
 from tests.controller_manager.sim_cluster import SimCluster
+from tests.controller_manager.test_deployment_rollout import deployment_body
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
@@ -116,3 +127,21 @@ async def test_dangling_dependent_is_collected(cluster: Cluster) -> None:
             what="the dangling pod collected",
         )
         assert [p["metadata"]["name"] for p in got] == ["free"]
+
+
+async def test_foreground_through_two_levels_deployment_replicaset_pods(cluster: Cluster) -> None:
+    client = cluster.client
+    async with (
+        Watcher(client, PODS, namespace="default") as pods,
+        Watcher(client, RSS, namespace="default") as rss,
+        Watcher(client, DEPLOYMENTS, namespace="default") as deployments,
+    ):
+        await client.create(DEPLOYMENTS, deployment_body("chain", replicas=3), namespace="default")
+        await pods.wait_until(lambda o: sum(1 for p in o if active(p)) == 3, what="3 pods")
+        await rss.wait_until(lambda o: len(o) == 1, what="the ReplicaSet")
+        await client.delete(
+            DEPLOYMENTS, "chain", namespace="default", propagation_policy="Foreground"
+        )
+        await deployments.wait_until(lambda o: not o, what="the Deployment gone last", within=60)
+        assert (await client.list(PODS, namespace="default"))["items"] == []
+        assert (await client.list(RSS, namespace="default"))["items"] == []
