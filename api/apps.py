@@ -53,6 +53,7 @@ class ReplicaSetStatus(KubeModel):
     fully_labeled_replicas: int | None = None
     ready_replicas: int | None = None
     available_replicas: int | None = None
+    terminating_replicas: int | None = None
     observed_generation: int | None = None
     conditions: list[ReplicaSetCondition] | None = None
 
@@ -102,6 +103,7 @@ class DeploymentStatus(KubeModel):
     ready_replicas: int | None = None
     available_replicas: int | None = None
     unavailable_replicas: int | None = None
+    terminating_replicas: int | None = None
     conditions: list[DeploymentCondition] | None = None
     collision_count: int | None = None
 

@@ -49,6 +49,7 @@ __all__ = [
     "LabelSelectorRequirement",
     "LabelSelectorSpec",
     "ListMeta",
+    "ManagedFieldsEntry",
     "ObjectMeta",
     "OwnerReference",
     "Preconditions",
@@ -119,6 +120,16 @@ class OwnerReference(KubeModel):
     block_owner_deletion: bool | None = None
 
 
+class ManagedFieldsEntry(KubeModel):
+    manager: str | None = None
+    operation: str | None = None
+    api_version: str | None = None
+    time: str | None = None
+    fields_type: str | None = None
+    fields_v1: dict[str, Any] | None = Field(default=None, alias="fieldsV1")
+    subresource: str | None = None
+
+
 class ObjectMeta(KubeModel):
     name: str | None = None
     generate_name: str | None = None
@@ -134,7 +145,7 @@ class ObjectMeta(KubeModel):
     annotations: dict[str, str] | None = None
     owner_references: list[OwnerReference] | None = None
     finalizers: list[str] | None = None
-    managed_fields: list[dict[str, Any]] | None = None
+    managed_fields: list[ManagedFieldsEntry] | None = None
 
     def controller_ref(self) -> OwnerReference | None:
         """The owner reference with ``controller: true``, if any."""
@@ -222,6 +233,7 @@ class DeleteOptions(KubeModel):
     orphan_dependents: bool | None = None
     propagation_policy: Literal["Orphan", "Background", "Foreground"] | None = None
     dry_run: list[str] | None = None
+    ignore_store_read_error_with_cluster_breaking_potential: bool | None = None
 
 
 class WatchEvent(KubeModel):
