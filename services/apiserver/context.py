@@ -38,6 +38,8 @@ class ServerOptions:
     compaction_interval: float = 300.0
     watch_cache_capacity: int = DEFAULT_CAPACITY
     watch_queue_size: int = DEFAULT_QUEUE
+    direct_watch_writes: bool = True
+    """Let the watch cache write events straight onto idle watch connections (see ``watch``)."""
     bookmark_interval: float = 5.0
     """Seconds between BOOKMARK events on an idle watch that asked for them."""
     min_request_timeout: float = 1800.0

@@ -18,7 +18,10 @@ BOOKMARK every ``bookmark_interval`` seconds of quiet. ``timeoutSeconds`` (defau
 ``min_request_timeout``, as Kubernetes) ends the stream cleanly.
 
 Each batch of ready events is written (and flushed) with one write; the serialised frames come
-from the watch cache, so a thousand watchers of one event cost one ``json.dumps``. Clients that
+from the watch cache, so a thousand watchers of one event cost one ``json.dumps``. While a
+watcher has nothing queued, the cache's feeding task writes its events straight onto the
+connection as ready-made HTTP chunks (``_DirectWriter``), one send per watcher per burst, saving
+a task switch and a syscall per watcher per event; a connection with unsent bytes piling up falls back to the queue and its backpressure. Clients that
 asked for Tables (kubectl ``get -w``) get each object as a one-row Table instead.
 
 Limits: a closed client is noticed on the next write or within ``bookmark_interval`` seconds.
@@ -183,6 +186,52 @@ class _Renderer:
         return b'{"type":"%s","object":%s}\n' % (delivery.type.encode(), dumps(table))
 
 
+DIRECT_WRITE_LIMIT = 256 * 1024
+"""Bytes a connection may have unsent before events for it queue up instead (backpressure)."""
+
+
+class _DirectWriter:
+    """Writes deliveries straight onto the connection, from the feeding task, in batches.
+
+    Chunks offered within one turn of the event loop are joined into one ``transport.write``
+    (one send per watcher per burst of events, not per event) scheduled with ``call_soon``.
+    It declines (the delivery is queued for the handler, which awaits the socket draining) only
+    when nothing of its own is pending and the connection holds ``DIRECT_WRITE_LIMIT`` unsent
+    bytes, so the stream's order is kept; the handler calls ``flush`` before writing anything
+    itself.
+    """
+
+    def __init__(self, request: web.Request, watcher: Watcher) -> None:
+        self.request = request
+        self.watcher = watcher
+        self.pending: list[bytes] = []
+
+    def __call__(self, delivery: Delivery) -> bool:
+        if self.pending:
+            self.pending.append(delivery.chunk())
+            return True
+        transport = self.request.transport
+        if transport is None or transport.is_closing():
+            self.watcher.close("the client went away")
+            return True
+        if transport.get_write_buffer_size() > DIRECT_WRITE_LIMIT:
+            return False
+        self.pending.append(delivery.chunk())
+        asyncio.get_running_loop().call_soon(self.flush)
+        return True
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        data = b"".join(self.pending)
+        self.pending.clear()
+        transport = self.request.transport
+        if transport is None or transport.is_closing():
+            self.watcher.close("the client went away")
+            return
+        transport.write(data)
+
+
 async def serve(
     request: web.Request, ctx: ApiContext, rt: ResourceType, opts: ListOptions
 ) -> web.StreamResponse:
@@ -203,8 +252,11 @@ async def serve(
         headers={"Content-Type": TABLE_CONTENT_TYPE if table else JSON_CONTENT_TYPE},
     )
     response.enable_chunked_encoding()
+    direct: _DirectWriter | None = None
     try:
-        await response.prepare(request)
+        await response.prepare(request)  # a StreamResponse sends its headers here
+        if not table and options.direct_watch_writes:
+            direct = source.watcher.direct = _DirectWriter(request, source.watcher)
         next_bookmark = loop.time() + options.bookmark_interval
         while True:
             now = loop.time()
@@ -214,10 +266,14 @@ async def serve(
             try:
                 batch = await source.watcher.next_batch(max_wait=wait)
             except StatusError as err:
+                if direct is not None:
+                    direct.flush()
                 await response.write(error_frame(err))
                 break
             except WatcherClosed:
                 break
+            if direct is not None:
+                direct.flush()  # what the feeding task wrote goes out before our own frames
             if batch:
                 frames = []
                 for delivery in batch:
@@ -240,5 +296,7 @@ async def serve(
     finally:
         source.close()
     with contextlib.suppress(ConnectionResetError, ConnectionError):
+        if direct is not None:
+            direct.flush()
         await response.write_eof()
     return response
