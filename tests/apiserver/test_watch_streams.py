@@ -226,3 +226,15 @@ async def test_a_client_that_goes_away_releases_its_watcher(make_api) -> None:
             break
         await asyncio.sleep(1)
     assert cache.watcher_count == 0
+
+
+@pytest.mark.parametrize("direct", [True, False], ids=["direct-writes", "queued-writes"])
+async def test_bursts_of_events_arrive_complete_and_in_order(make_api, direct: bool) -> None:
+    api = await make_api("memory", direct_watch_writes=direct)
+    async with api.watch(PODS, resourceVersion="0", allowWatchBookmarks="true") as resp:
+        events = EventReader(resp)
+        await asyncio.gather(*(api.create_pod(f"p{i:03d}") for i in range(200)))
+        got = await events.take(200)
+    rvs = [int(e["object"]["metadata"]["resourceVersion"]) for e in got]
+    assert rvs == sorted(rvs) and len(set(rvs)) == 200
+    assert sorted(e["object"]["metadata"]["name"] for e in got) == [f"p{i:03d}" for i in range(200)]
