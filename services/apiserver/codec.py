@@ -11,8 +11,10 @@ What it owns:
 * ``json_response`` / ``dumps``: compact JSON with ``Content-Type: application/json`` whatever the
   client asked for (protobuf-preferring clients accept JSON, as they do from a real apiserver).
 
-Limits: no protobuf, no CBOR, no server-side apply (``application/apply-patch+yaml`` is a 415);
-YAML bodies hold one document.
+Protobuf object bodies are decoded by ``services.apiserver.protobuf``.
+
+Limits: no protobuf responses or patches, no CBOR, no server-side apply
+(``application/apply-patch+yaml`` is a 415); YAML bodies hold one document.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import yaml
 from aiohttp import web
 
 from api.errors import BadRequest, RequestEntityTooLarge, UnsupportedMediaType
+from services.apiserver import protobuf
 
 __all__ = [
     "JSON_CONTENT_TYPE",
@@ -42,7 +45,7 @@ MAX_BODY_BYTES = 3 * 1024 * 1024
 JSON_CONTENT_TYPE = "application/json"
 
 _OBJECT_TYPES = ("application/json", "application/yaml", "application/x-yaml", "text/yaml", "")
-_OBJECT_ACCEPTED = "application/json, application/yaml"
+_OBJECT_ACCEPTED = "application/json, application/yaml, application/vnd.kubernetes.protobuf"
 
 
 class PatchType(enum.StrEnum):
@@ -145,8 +148,10 @@ def _one_line(exc: Exception) -> str:
 
 
 async def read_object(request: web.Request) -> dict[str, Any]:
-    """The request body as an object (JSON or YAML); 413/415/400 as Kubernetes answers them."""
+    """The request body as an object (JSON, YAML or protobuf); 413/415/400 as Kubernetes does."""
     media_type = _media_type(request)
+    if media_type == protobuf.CONTENT_TYPE:  # kubectl >= 1.32's typed clients
+        return protobuf.decode_object(await read_body(request))
     if media_type not in _OBJECT_TYPES:
         raise UnsupportedMediaType(
             f"the body of the request was in an unknown format - accepted media types include: "

@@ -21,7 +21,7 @@ BAD_CREATES = [
     ("malformed yaml", b"metadata: [unclosed", "application/yaml", 400, "BadRequest"),
     ("two yaml documents", b"a: 1\n---\nb: 2\n", "application/yaml", 400, "BadRequest"),
     ("yaml binary", b"metadata: !!binary aGk=\n", "application/yaml", 400, "BadRequest"),
-    ("protobuf", b"k8s\x00", "application/vnd.kubernetes.protobuf", 415, "UnsupportedMediaType"),
+    ("protobuf, no kind", b"k8s\x00", "application/vnd.kubernetes.protobuf", 400, "BadRequest"),
     ("form", b"a=b", "application/x-www-form-urlencoded", 415, "UnsupportedMediaType"),
     (
         "wrong kind",
