@@ -5,7 +5,8 @@
 * ``scheduler_pod_scheduling_sli_duration_seconds`` — end to end, from the moment the scheduler
   first saw the pod pending to its binding succeeding, over all attempts (histogram).
 * ``scheduler_scheduling_attempt_duration_seconds{result}`` — one attempt: filter, score,
-  assume (histogram; binding excluded).
+  assume, and for ``scheduled`` the binding too (histogram). ``scheduled`` is counted when
+  the binding succeeded, as kube-scheduler counts it.
 * ``scheduler_pending_pods{queue}`` — queue depth: ``active``, ``backoff``, ``unschedulable``
   (read from the queue when scraped).
 * ``leader_election_master_status{name}`` — 1 while this replica leads.
@@ -115,7 +116,7 @@ class SchedulerMetrics:
         )
         self.attempt_duration = Histogram(
             "scheduler_scheduling_attempt_duration_seconds",
-            "Scheduling attempt latency in seconds (scheduling algorithm + assume).",
+            "Scheduling attempt latency in seconds (scheduling algorithm + binding).",
             _ATTEMPT_BUCKETS,
         )
 

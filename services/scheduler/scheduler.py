@@ -169,12 +169,12 @@ class Scheduler:
             self.queue.requeue_backoff(qp)
             return
         self.cache.assume(pod, result.node)
-        self.metrics.attempt("scheduled", time.perf_counter() - started)
-        task = asyncio.create_task(self._bind(qp, result.node), name=f"bind {pod.key}")
+        task = asyncio.create_task(self._bind(qp, result.node, started), name=f"bind {pod.key}")
         self._binds.add(task)
         task.add_done_callback(self._binds.discard)
 
-    async def _bind(self, qp: QueuedPod, node: str) -> None:
+    async def _bind(self, qp: QueuedPod, node: str, started: float) -> None:
+        """The binding cycle; ``started`` is when the scheduling cycle began (perf_counter)."""
         pod = qp.pod
         try:
             async with self._bind_slots:
@@ -197,7 +197,7 @@ class Scheduler:
             return
         except (StatusError, ConnectionError, TimeoutError) as exc:
             log.warning("binding %s to %s failed: %r; will retry after backoff", pod.key, node, exc)
-            self.metrics.attempt("error", 0.0)
+            self.metrics.attempt("error", time.perf_counter() - started)
             self.cache.forget(pod.key)
             self.queue.requeue_backoff(qp)
             return
@@ -205,6 +205,7 @@ class Scheduler:
             self.cache.forget(pod.key)
             raise
         self.bound += 1
+        self.metrics.attempt("scheduled", time.perf_counter() - started)
         self.queue.done(qp)
         self.metrics.e2e_latency.observe(max(0.0, _loop_time() - qp.added_at))
         log.debug("bound %s to %s (attempt %d)", pod.key, node, qp.attempts)
