@@ -39,7 +39,14 @@ async def change_the_cluster(c: Cluster) -> None:
     await c.client.create(PODS, sleeper("picky", nodeSelector={"zz": "cxk"}), namespace="default")
 
 
-def converged(c: Cluster) -> bool:
+def restarts(pod: Obj | None) -> int:
+    statuses = ((pod or {}).get("status") or {}).get("containerStatuses") or [{}]
+    return int(statuses[0].get("restartCount") or 0)
+
+
+def converged(c: Cluster, *, crashed: str | None = None) -> bool:
+    """The cluster's end state; ``crashed`` names a pod whose restart must have been reported
+    (its old status still reads Running until the kubelet posts the restart)."""
     live = c.live_pods()
     names = sorted(p["metadata"]["name"] for p in live)
     web = [p for p in live if (p["metadata"].get("labels") or {}).get("app") == "web"]
@@ -51,6 +58,7 @@ def converged(c: Cluster) -> bool:
         and all(running(p) for p in live)
         and (picky or {}).get("spec", {}).get("nodeName") == "node1"
         and len(c.pods.list()) == len(live)  # nothing still terminating
+        and (crashed is None or restarts(c.pod(crashed.split("/", 1)[1])) >= 1)
     )
 
 
@@ -83,7 +91,11 @@ async def test_component_catches_up_after_sigkill(cluster: Cluster, victim: str)
         await change_the_cluster(c)
         await c.start(victim)
 
-    await c.until(lambda: converged(c), within=CONVERGE_WITHIN, what=f"convergence after {victim}")
+    await c.until(
+        lambda: converged(c, crashed=crashed),
+        within=CONVERGE_WITHIN,
+        what=f"convergence after {victim}",
+    )
 
     # exactly one live container process per pod, and none for the deleted pod
     live = {f"default/{p['metadata']['name']}" for p in c.live_pods()}
@@ -98,13 +110,13 @@ async def test_component_catches_up_after_sigkill(cluster: Cluster, victim: str)
         if key == "default/doomed":
             continue
         name = key.split("/", 1)[1]
-        restarts = c.pod(name)["status"]["containerStatuses"][0]["restartCount"]
+        count = restarts(c.pod(name))
         if key == crashed:
             assert groups[key] != pgids
-            assert restarts == 1
+            assert count == 1
         else:
             assert groups[key] == pgids, (key, victim)
-            assert restarts == 0
+            assert count == 0
     for p in c.live_pods(label="app=web"):
         status, _ = await http_get(f"http://{p['status']['podIP']}:80/")
         assert status == 200
