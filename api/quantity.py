@@ -15,6 +15,7 @@ Limits: values below one nano-unit are rounded up to ``1n`` when formatted (as K
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from fractions import Fraction
@@ -54,6 +55,10 @@ def _split(q: str) -> tuple[Fraction, str]:
     return (-number if sign == "-" else number), suffix
 
 
+# Every pod create defaults and validates each of its quantities several times, and the
+# same few strings ("100m", "64Mi") recur across a cluster: Fractions are immutable, so the
+# parse is cached (typed, so 1, 1.0 and True stay apart; errors are never cached).
+@functools.lru_cache(maxsize=4096, typed=True)
 def parse_quantity(q: str | int | float) -> Fraction:
     """The exact value of a quantity; ``ValueError`` (Kubernetes' message) when it is not one."""
     if isinstance(q, bool):
@@ -115,6 +120,7 @@ def format_quantity(value: Fraction | int, *, fmt: Format = "DecimalSI") -> str:
     return f"{sign}{nanos}{_DECIMAL_SUFFIX[exp]}"
 
 
+@functools.lru_cache(maxsize=4096, typed=True)
 def canonical_quantity(q: str | int | float) -> str:
     """``q`` re-written in canonical form, keeping its format (``"0.5"`` -> ``"500m"``)."""
     return format_quantity(parse_quantity(q), fmt=quantity_format(q))
