@@ -12,8 +12,11 @@ the URL (400), admission (namespace lifecycle), strategy (server-owned fields, s
 defaults, validation (422), then one compare-and-swap write (``storage``). Reads answer JSON, or a
 ``meta.k8s.io`` Table when the client asks for one (kubectl).
 
-Limits: ``dryRun`` runs everything but the write; ``fieldManager``/``fieldValidation`` are
-accepted and ignored; no server-side apply.
+``fieldValidation`` (Strict/Warn/Ignore) is honoured on create, update and patch
+(``fieldvalidation``: unknown fields rejected, or dropped with a ``Warning`` header, or dropped).
+
+Limits: ``dryRun`` runs everything but the write; ``fieldManager`` is accepted and ignored; no
+server-side apply.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from aiohttp import web
 
 from api.errors import AlreadyExists
 from api.registry import ResourceType
-from services.apiserver import deletion, listing, subresources, watch
+from services.apiserver import deletion, fieldvalidation, listing, subresources, watch
 from services.apiserver.admission import admit_create
 from services.apiserver.codec import read_object, read_patch
 from services.apiserver.context import CONTEXT, ApiContext
@@ -123,6 +126,8 @@ async def create(request: web.Request, ctx: ApiContext, target: Target) -> web.R
     body = await read_object(request)
     if rt.group == "" and rt.kind == "Binding":
         return await subresources.bind(request, ctx, target, body)
+    directive = fieldvalidation.directive_of(request)
+    warnings = fieldvalidation.check_object(rt, body, directive=directive)
     meta = check_body_identity(rt, body, namespace=target.namespace, name=None)
     dry_run = is_dry_run(request)
     generate = meta.get("generateName") if not meta.get("name") else None
@@ -139,14 +144,16 @@ async def create(request: web.Request, ctx: ApiContext, target: Target) -> web.R
         default_object(rt, obj)
         validate_object(rt, obj)
         if dry_run:
-            return object_response(request, rt, obj, status=201)
+            response = object_response(request, rt, obj, status=201)
+            return fieldvalidation.add_warnings(response, warnings)
         try:
             stored = await ctx.storage(rt).create(obj)
         except AlreadyExists:
             if generate and attempt + 1 < _GENERATE_ATTEMPTS:
                 continue
             raise
-        return object_response(request, rt, stored, status=201)
+        response = object_response(request, rt, stored, status=201)
+        return fieldvalidation.add_warnings(response, warnings)
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -167,6 +174,8 @@ async def get(request: web.Request, ctx: ApiContext, target: Target) -> web.Resp
 async def update(request: web.Request, ctx: ApiContext, target: Target) -> web.Response:
     rt, name = target.rt, str(target.name)
     body = await read_object(request)
+    directive = fieldvalidation.directive_of(request)
+    warnings = fieldvalidation.check_object(rt, body, directive=directive)
     meta = check_body_identity(rt, body, namespace=target.namespace, name=name)
     wanted_rv = str(meta.get("resourceVersion") or "")
     storage = ctx.storage(rt)
@@ -203,20 +212,26 @@ async def update(request: web.Request, ctx: ApiContext, target: Target) -> web.R
         target.namespace, name, mutate, create=None if dry_run else create_instead
     )
     if dry:
-        return object_response(request, rt, dry[-1])
-    return object_response(request, rt, result.obj, status=201 if result.created else 200)
+        return fieldvalidation.add_warnings(object_response(request, rt, dry[-1]), warnings)
+    response = object_response(request, rt, result.obj, status=201 if result.created else 200)
+    return fieldvalidation.add_warnings(response, warnings)
 
 
 async def patch(request: web.Request, ctx: ApiContext, target: Target) -> web.Response:
     rt, name = target.rt, str(target.name)
     patch_type, doc = await read_patch(request)
+    directive = fieldvalidation.directive_of(request)
     storage = ctx.storage(rt)
     dry_run = is_dry_run(request)
     dry: list[Obj] = []
+    warnings: list[str] = []
 
     async def mutate(current: Obj) -> Obj:
         current_meta = current["metadata"]
         new = apply_patch(rt, current, patch_type, doc)
+        warnings[:] = fieldvalidation.check_patched(
+            rt, new, current=current, directive=directive, patch_type=patch_type, patch=doc
+        )
         new_meta = check_body_identity(rt, new, namespace=target.namespace, name=name)
         wanted_rv = new_meta.get("resourceVersion")
         if wanted_rv and wanted_rv != current_meta.get("resourceVersion"):
@@ -230,7 +245,8 @@ async def patch(request: web.Request, ctx: ApiContext, target: Target) -> web.Re
         return new
 
     result = await storage.guaranteed_update(target.namespace, name, mutate)
-    return object_response(request, rt, dry[-1] if dry else result.obj)
+    response = object_response(request, rt, dry[-1] if dry else result.obj)
+    return fieldvalidation.add_warnings(response, warnings)
 
 
 # -- routing ---------------------------------------------------------------------------------
