@@ -299,6 +299,10 @@ class Framework:
         self.filter_plugins = list(filter)
         self.pre_score_plugins = list(pre_score)
         self.score_plugins = list(score)
+        # isinstance() against a runtime-checkable Protocol is slow: decide once, not per cycle
+        self._normalizers = {
+            p.name: p for p, _ in self.score_plugins if isinstance(p, ScoreNormalizer)
+        }
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self._rng = rng or random.Random()
         self._next_start = 0
@@ -442,8 +446,9 @@ class Framework:
                 continue
             score = scorer.score
             scores = [score(state, pod, node) for node in nodes]
-            if isinstance(scorer, ScoreNormalizer):
-                scorer.normalize_score(state, pod, scores)
+            normalizer = self._normalizers.get(scorer.name)
+            if normalizer is not None:
+                normalizer.normalize_score(state, pod, scores)
             for i, s in enumerate(scores):
                 totals[i] += s * weight
         return totals
