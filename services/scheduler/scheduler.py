@@ -139,7 +139,12 @@ class Scheduler:
         try:
             while True:
                 qp = await self.queue.pop()
-                self.schedule_one(qp)
+                try:
+                    self.schedule_one(qp)
+                except Exception:  # a bug must cost one pod a retry, not the whole loop
+                    log.exception("scheduling cycle for %s crashed; will retry it", qp.key)
+                    self.cache.forget(qp.key)
+                    self.queue.requeue_backoff(qp)
                 # let informers, bindings and the HTTP server run between cycles
                 await asyncio.sleep(0)
         finally:
