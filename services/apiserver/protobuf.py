@@ -321,6 +321,8 @@ _SPECIAL = frozenset({"Time", "MicroTime", "Quantity", "IntOrString", "FieldsV1"
 """Message types printed as JSON scalars (or, for ``FieldsV1``, as the raw JSON they carry)."""
 
 _VARINT, _FIXED64, _LENGTH, _FIXED32 = 0, 1, 2, 5
+_ZERO: dict[str, Any] = {"str": "", "bool": False, "i32": 0, "i64": 0}
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 _MAX_VARINT_BYTES = 10
 
 
@@ -358,6 +360,17 @@ def _compile(spec: str, *, message: str) -> dict[int, _Field]:
 _SCHEMA: dict[str, dict[int, _Field]] = {
     name: _compile(spec, message=name) for name, spec in _MESSAGES.items()
 }
+
+
+_ALWAYS: dict[str, tuple[tuple[str, Any], ...]] = {
+    name: tuple(
+        (f.name, _ZERO[f.type])
+        for f in fields.values()
+        if f.always and f.type in _ZERO and not (f.repeated or f.map_value)
+    )
+    for name, fields in _SCHEMA.items()
+}
+"""Per message, the scalars Go prints even at their zero value, with that value."""
 
 
 def decodable_kinds() -> frozenset[tuple[str, str]]:
@@ -438,6 +451,8 @@ def _fields(buf: memoryview, *, path: str) -> Iterator[tuple[int, int, int | mem
 
 
 def _varint(buf: memoryview, pos: int, *, path: str) -> tuple[int, int]:
+    if pos < len(buf) and buf[pos] < 0x80:  # most keys, lengths and numbers: one byte
+        return buf[pos], pos + 1
     value = shift = 0
     for i in range(_MAX_VARINT_BYTES):
         if pos + i >= len(buf):
@@ -468,21 +483,15 @@ def _message(buf: memoryview, *, message: str, path: str) -> dict[str, Any]:
             out.update(_message(_expect_length(value, wire, where), message=field.type, path=path))
         else:
             item = _single(value, wire, field=field, path=where)
-            if isinstance(item, dict) and isinstance(out.get(field.name), dict):
+            if _omitted(item, field=field):
+                out.pop(field.name, None)  # the last occurrence wins, even a zero one
+            elif isinstance(item, dict) and isinstance(out.get(field.name), dict):
                 out[field.name].update(item)  # protobuf merges a repeated singular message
             else:
                 out[field.name] = item
-    for field in schema.values():
-        if field.name in out:
-            if _omitted(out[field.name], field=field):
-                del out[field.name]
-        elif field.always and field.type in _ZERO:
-            out[field.name] = _ZERO[field.type]
+    for name, zero in _ALWAYS[message]:
+        out.setdefault(name, zero)
     return out
-
-
-_ZERO: dict[str, Any] = {"str": "", "bool": False, "i32": 0, "i64": 0}
-_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
 
 def _omitted(value: Any, *, field: _Field) -> bool:
