@@ -111,7 +111,7 @@ lastTimestamp: "2026-01-01T00:00:00Z"
 
 
 def namespace(name: str) -> str:
-    # `kubectl create namespace` sends a protobuf body, which kubelite does not decode
+    # for `kubectl apply`; `kubectl create namespace` (a protobuf body) is tested on its own
     return f"""\
 apiVersion: v1
 kind: Namespace
