@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import enum
 import json
+import logging
 import types
 import typing
 from collections.abc import Iterator, Mapping
@@ -58,6 +59,8 @@ __all__ = [
     "directive_of",
     "unknown_fields",
 ]
+
+log = logging.getLogger("kubelite.apiserver.fieldvalidation")
 
 Obj = dict[str, Any]
 R = typing.TypeVar("R", bound=web.StreamResponse)
@@ -180,7 +183,19 @@ def _walk(shape: _Shape, value: Any, path: str) -> Iterator[Unknown]:
                 yield from _walk(shape.item, item, f"{path}[{key}]")
 
 
-def _drop(unknown: list[Unknown]) -> None:
+def _drop(rt: ResourceType, obj: Obj, unknown: list[Unknown], directive: Directive) -> None:
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        meta = {}
+    name = "/".join(str(p) for p in (meta.get("namespace"), meta.get("name")) if p)
+    # a component writing a field Kubernetes does not know loses it: say so where it shows
+    log.info(
+        "%s %s: dropped unknown field(s) %s (fieldValidation=%s)",
+        rt.kind,
+        name or "(unnamed)",
+        ", ".join(u.path for u in unknown),
+        directive,
+    )
     for u in unknown:
         u.parent.pop(u.key, None)
 
@@ -204,7 +219,7 @@ def check_object(rt: ResourceType, obj: Obj, *, directive: Directive) -> list[st
             + _strict_error(unknown)
         )
     warnings = [u.message for u in unknown] if directive is Directive.WARN else []
-    _drop(unknown)
+    _drop(rt, obj, unknown, directive)
     return warnings
 
 
@@ -232,7 +247,7 @@ def check_patched(
         )
         raise _invalid_patch(shown, _strict_error(unknown))
     warnings = [u.message for u in unknown] if directive is Directive.WARN else []
-    _drop(unknown)
+    _drop(rt, patched, unknown, directive)
     return warnings
 
 
