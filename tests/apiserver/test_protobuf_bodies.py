@@ -397,8 +397,9 @@ async def test_server_creates_what_kubectl_sent_as_protobuf(api: Api) -> None:
     assert deploy["spec"]["replicas"] == 0  # not defaulted to 1
     assert deploy["spec"]["revisionHistoryLimit"] == 10  # defaults still apply
 
+    # Strict: the decoder emits no field name the apiserver does not know.
     status, pod = await post_protobuf(
-        api, "/api/v1/namespaces/default/pods", fixture("debug-copy-rich.pb")
+        api, "/api/v1/namespaces/default/pods?fieldValidation=Strict", fixture("debug-copy-rich.pb")
     )
     assert status == 201, pod
     assert pod["spec"]["terminationGracePeriodSeconds"] == 0
