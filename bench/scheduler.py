@@ -305,17 +305,19 @@ async def amain(args: argparse.Namespace) -> None:
     )
     print(
         f"{'pods':>6} {'nodes':>6} {'phase':<8} {'pods/s':>8} {'x anchor':>9} {'seconds':>8} "
-        f"{'startup':>8} {'sched ms/pod':>13} {'api ms/pod':>11}"
+        f"{'startup':>8} {'sched ms/pod':>13} {'api ms/pod':>11} {'cpu ceiling':>12}"
     )
     for r in rows:
         print(
             f"{r.pods:>6} {r.nodes:>6} {r.phase:<8} {r.pods_per_s:>8.0f} "
             f"{r.pods_per_s / ANCHOR:>9.2f} {r.seconds:>8.2f} {r.startup:>8.2f} "
-            f"{1000 * r.scheduler_cpu / r.pods:>13.2f} {1000 * r.apiserver_cpu / r.pods:>11.2f}"
+            f"{1000 * r.scheduler_cpu / r.pods:>13.2f} {1000 * r.apiserver_cpu / r.pods:>11.2f} "
+            f"{r.pods / max(r.scheduler_cpu, r.apiserver_cpu):>12.0f}"
         )
     print(
         f"ms/pod: CPU per pod of each process over the phase, which load on the machine does not "
-        f"change (the scheduler's includes its start-up and initial list). "
+        f"change (the scheduler's includes its start-up and initial list). cpu ceiling: the "
+        f"pods/s if the busier of the two had a core to itself (an estimate, not a measurement). "
         f"CPU cores: {os.cpu_count()}, shared by the apiserver, the scheduler and this watcher."
     )
 

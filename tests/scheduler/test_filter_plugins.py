@@ -322,3 +322,14 @@ def test_node_without_ready_condition_is_not_ready() -> None:
     n = NodeInfo("bare")
     n.set_node({"metadata": {"name": "bare"}, "status": {"allocatable": {"cpu": "1"}}})
     assert run_filter(NodeReady(), pod(), n) == NOT_READY
+
+
+@pytest.mark.parametrize(
+    ("case", "p", "n", "want"), RESOURCE_CASES, ids=[c[0] for c in RESOURCE_CASES]
+)
+def test_resources_fit_batch_form_answers_as_the_single_form(
+    case: str, p: PodInfo, n: NodeInfo, want: tuple[Code, tuple[str, ...]]
+) -> None:
+    plugin = NodeResourcesFit()
+    (batch,) = list(plugin.filter_each(CycleState(), p, [n]))
+    assert batch == plugin.filter(CycleState(), p, n)

@@ -141,3 +141,16 @@ def test_score_plugin(
     case: str, plugin: Any, p: PodInfo, nodes: list[NodeInfo], want: list[int] | None
 ) -> None:
     assert run_score(plugin, p, nodes) == want
+
+
+def test_least_allocated_batch_form_answers_as_the_single_form() -> None:
+    plugin = LeastAllocated()
+    nodes = [
+        node("a", cpu="2", memory="2Gi"),
+        node("b", cpu="4", memory="4Gi", placed=(pod("x", cpu="3", memory="1Gi", node_name="b"),)),
+        node("c", cpu="0", memory="0"),
+        node("d", cpu="1", memory="1Gi"),
+    ]
+    for p in (pod(cpu="1", memory="1Gi"), pod(), pod(cpu="8")):
+        state = CycleState()
+        assert plugin.score_all(state, p, nodes) == [plugin.score(state, p, n) for n in nodes]

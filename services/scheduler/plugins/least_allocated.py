@@ -8,6 +8,8 @@ memory (equal weights, as kube-scheduler's default).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from services.scheduler.framework import MAX_NODE_SCORE, CycleState
 from services.scheduler.nodeinfo import NodeInfo, PodInfo
 
@@ -30,3 +32,17 @@ class LeastAllocated:
             (capacity - requested) * MAX_NODE_SCORE // capacity if requested <= capacity > 0 else 0
         )
         return (cpu + memory) // 2
+
+    def score_all(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[int]:
+        """``score`` for every node, without a method call per node."""
+        want = pod.non_zero_requests
+        cpu, memory, top = want.milli_cpu, want.memory, MAX_NODE_SCORE
+        out = []
+        for node in nodes:
+            have, used = node.allocatable, node.non_zero_requested
+            capacity, requested = have.milli_cpu, used.milli_cpu + cpu
+            a = (capacity - requested) * top // capacity if requested <= capacity > 0 else 0
+            capacity, requested = have.memory, used.memory + memory
+            b = (capacity - requested) * top // capacity if requested <= capacity > 0 else 0
+            out.append((a + b) // 2)
+        return out
