@@ -27,8 +27,10 @@ Two optional batch forms exist for the per-node hot spots, because a Python call
 most of a cycle's cost on a large cluster: a filter may add ``filter_each(state, pod, nodes)``
 (a generator of per-node answers, consumed only as far as the search goes) and a score plugin
 ``score_all(state, pod, nodes)`` (a list). They must answer exactly as ``filter``/``score``
-would; the framework uses them when it can (a single dynamic filter; any scorer). What this module does not do: preemption, permit/reserve points, more
-than one profile, and extenders.
+would; the framework uses them when it can (a single dynamic filter; any scorer).
+
+What this module does not do: preemption, permit/reserve points, more than one profile, and
+extenders.
 """
 
 from __future__ import annotations
@@ -334,17 +336,6 @@ class Framework:
                 state.skip_filter.add(plugin.name)
                 continue
             return status.with_plugin(plugin.name)
-        return None
-
-    def run_filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
-        """The first rejecting plugin's status (filters stop at the first no), or None."""
-        skip = state.skip_filter
-        for plugin in self.filter_plugins:
-            if skip and plugin.name in skip:
-                continue
-            status = plugin.filter(state, pod, node)
-            if status is not None:
-                return status.with_plugin(plugin.name)
         return None
 
     def _static_pass(
