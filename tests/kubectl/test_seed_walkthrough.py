@@ -420,8 +420,17 @@ async def kubectl(
 # ---- the walkthrough ------------------------------------------------------------------------
 
 
-def on(c: Cluster, namespace: str, name: str) -> Callable[[], bool]:
-    return lambda: running(c.pod(name, namespace))
+def ready(c: Cluster, namespace: str, name: str) -> Callable[[], bool]:
+    """Running with its pod IP and the Ready condition: what ``1/1 Running`` prints from."""
+
+    def check() -> bool:
+        pod = c.pod(name, namespace)
+        conditions = ((pod or {}).get("status") or {}).get("conditions") or []
+        return running(pod) and any(
+            x.get("type") == "Ready" and x.get("status") == "True" for x in conditions
+        )
+
+    return check
 
 
 @pytest.mark.parametrize("kubectl", ["dispatcher", "kubectl.1.30", "kubectl.1.33"], indirect=True)
@@ -486,7 +495,7 @@ async def test_seed_walkthrough(kubectl: Kubectl, seed_cluster: Cluster) -> None
     assert watch.lines[0].split() == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"], watch.lines
 
     # -- get pods -o wide: each pod on the right node, with its pod IP
-    await c.until(on(c, ns, "pod-selector"), within=WITHIN, what="pod-selector Running")
+    await c.until(ready(c, ns, "pod-selector"), within=WITHIN, what="pod-selector Ready")
     wide = {row["NAME"]: row for row in columns(await kubectl("get", "pods", "-o", "wide"))}
     assert wide["pod-example"]["NODE"] == "node1" and wide["pod-selector"]["NODE"] == "node2"
     for name in ("pod-example", "pod-selector"):
