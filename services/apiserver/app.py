@@ -8,8 +8,10 @@ Why: one factory builds the same app for ``kubelite apiserver``, for in-process 
 2. the system namespaces (``bootstrap``);
 3. one watch cache per resource, each fed by a named task; startup waits until all are loaded;
 4. the store compactor (``store.keep_window``), keeping ``compaction_window`` revisions;
-5. the Event sweeper (``eventttl``);
-6. the namespace cleanup (``namespace_cleanup``), unless ``namespace_cleanup`` is off.
+5. the Event sweeper (``eventttl``).
+
+Terminating namespaces are emptied by the controller-manager's namespace controller, as in
+Kubernetes: without one, a deleted namespace stays Terminating.
 
 On shutdown every open watch is ended first (``on_shutdown``), so stopping never waits for
 watch streams to time out.
@@ -36,7 +38,6 @@ from services.apiserver.discovery import setup_discovery
 from services.apiserver.eventttl import sweep_events
 from services.apiserver.health import setup_health
 from services.apiserver.middleware import status_errors
-from services.apiserver.namespace_cleanup import run_namespace_cleanup
 from services.apiserver.proxy import setup_proxy
 from services.apiserver.rest import setup_rest
 from services.apiserver.watchcache import WatchCache
@@ -82,8 +83,6 @@ def make_app(
     app.cleanup_ctx.append(_watch_caches)
     app.cleanup_ctx.append(_compactor)
     app.cleanup_ctx.append(_event_sweeper)
-    if options.namespace_cleanup:
-        app.cleanup_ctx.append(_namespace_cleanup)
     app.on_shutdown.append(_end_watches)
     setup_health(app)
     setup_discovery(app, registry)
@@ -162,12 +161,6 @@ async def _compactor(app: web.Application) -> AsyncIterator[None]:
         ),
         name="store-compactor",
     )
-    yield
-    await _cancel([task])
-
-
-async def _namespace_cleanup(app: web.Application) -> AsyncIterator[None]:
-    task = _guarded(run_namespace_cleanup(app[CONTEXT]), name="namespace-cleanup")
     yield
     await _cancel([task])
 

@@ -44,8 +44,6 @@ class ServerOptions:
     """Seconds between BOOKMARK events on an idle watch that asked for them."""
     min_request_timeout: float = 1800.0
     """A watch without ``timeoutSeconds`` ends after 1-2x this many seconds, as in Kubernetes."""
-    namespace_cleanup: bool = True
-    """Empty terminating namespaces in-process (there is no namespace controller elsewhere)."""
     immortal_namespaces: tuple[str, ...] = ("default", "kube-system", "kube-public")
     initial_namespaces: tuple[str, ...] = (
         "default",

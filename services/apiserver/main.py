@@ -115,11 +115,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="events kept in memory per resource for resuming watches (default: 10000)",
     )
     p.add_argument(
-        "--disable-namespace-cleanup",
-        action="store_true",
-        help="do not empty terminating namespaces in-process (leave it to a namespace controller)",
-    )
-    p.add_argument(
         "--log-level",
         default="INFO",
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
@@ -146,7 +141,6 @@ def parse_args(argv: Sequence[str]) -> tuple[ServerOptions, argparse.Namespace]:
             compaction_window=args.compaction_window,
             compaction_interval=args.compaction_interval,
             watch_cache_capacity=args.watch_cache_size,
-            namespace_cleanup=not args.disable_namespace_cleanup,
         )
     except ValueError as exc:
         parser.error(str(exc))

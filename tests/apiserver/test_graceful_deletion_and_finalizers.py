@@ -159,7 +159,7 @@ async def test_delete_missing_object_is_404(api: Api) -> None:
 
 async def test_namespace_lifecycle_by_hand(make_api) -> None:
     """The protocol a namespace controller follows (the in-process one is off here)."""
-    api = await make_api("memory", namespace_cleanup=False)
+    api = await make_api("memory")
     await api.ok("POST", "/api/v1/namespaces", {"metadata": {"name": "team"}})
     await api.create_pod("p", ns="team")
     status, out = await api.delete("/api/v1/namespaces/team")
@@ -199,40 +199,3 @@ async def test_missing_namespace_and_system_namespaces(api: Api) -> None:
         status == 403
         and out["message"] == 'namespaces "default" is forbidden: this namespace may not be deleted'
     )
-
-
-async def test_terminating_namespace_is_emptied_then_removed(api: Api) -> None:
-    ns = await api.ok("POST", "/api/v1/namespaces", {"metadata": {"name": "team"}})
-    await api.create_pod("loose", ns="team")
-    await api.create_pod("running", ns="team", nodeName="node1")
-    async with (
-        api.watch(
-            "/api/v1/namespaces",
-            resourceVersion=ns["metadata"]["resourceVersion"],
-            fieldSelector="metadata.name=team",
-        ) as ns_watch,
-        api.watch("/api/v1/namespaces/team/pods", resourceVersion="0") as pod_watch,
-    ):
-        pods = EventReader(pod_watch)
-        assert sorted(e["object"]["metadata"]["name"] for e in await pods.take(2)) == [
-            "loose",
-            "running",
-        ]
-        await api.delete("/api/v1/namespaces/team")
-        # the unbound pod goes at once; the running one is asked to terminate gracefully
-        seen = {}
-        while len(seen) < 2:
-            [event] = await pods.take(1)
-            seen[event["object"]["metadata"]["name"]] = event
-        assert seen["loose"]["type"] == "DELETED"
-        assert seen["running"]["type"] == "MODIFIED"
-        assert seen["running"]["object"]["metadata"]["deletionTimestamp"]
-        assert (await api.get("/api/v1/namespaces/team"))[0] == 200
-        # the kubelet confirms; the namespace is then finalized and removed
-        await api.delete("/api/v1/namespaces/team/pods/running", {"gracePeriodSeconds": 0})
-        namespaces = EventReader(ns_watch)
-        while True:
-            [event] = await namespaces.take(1)
-            if event["type"] == "DELETED":
-                break
-    assert (await api.get("/api/v1/namespaces/team"))[0] == 404
