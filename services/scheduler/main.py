@@ -54,7 +54,7 @@ class SchedulerOptions:
     client: ClientConfig
     config: SchedulerConfig
     bind_address: str = "127.0.0.1"
-    port: int = 10251
+    port: int = 10259
     leader_elect: bool = True
     lease_name: str = "kube-scheduler"
     lease_namespace: str = "kube-system"
@@ -74,7 +74,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", type=Path, default=None, help="KubeSchedulerConfiguration YAML")
     p.add_argument("--bind-address", default="127.0.0.1", help="address of /healthz and /metrics")
     p.add_argument(
-        "--port", type=int, default=10251, help="port of /healthz and /metrics; 0 picks one"
+        "--port",
+        type=int,
+        default=10259,
+        help="port of /healthz and /metrics (Kubernetes' kube-scheduler port; 0 picks one)",
     )
     p.add_argument(
         "--leader-elect",

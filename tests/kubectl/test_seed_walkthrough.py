@@ -319,6 +319,17 @@ class Streaming:
             pass
         pytest.fail(f"kubectl {self.what} never printed the awaited line; it printed {self.lines}")
 
+    async def watching(self, *, within: float = WITHIN) -> None:
+        """Wait until a ``get -w -v=6`` logs its watch request's answer: from then on every
+        change reaches it as a watch event, none is folded into its initial list."""
+        assert self.proc.stderr is not None
+        async with asyncio.timeout(within):
+            while raw := await self.proc.stderr.readline():
+                # 1.30-1.32 log "GET URL 200 OK", 1.33 logs url="URL" status="200 OK"
+                if b"watch=true" in raw and b"200 OK" in raw:
+                    return
+        pytest.fail(f"kubectl {self.what} never started its watch; it printed {self.lines}")
+
     async def stop(self) -> str:
         """Stop it (its whole session); what it printed on stderr."""
         with contextlib.suppress(ProcessLookupError):
@@ -480,8 +491,9 @@ async def test_seed_walkthrough(kubectl: Kubectl, seed_cluster: Cluster) -> None
     assert "cc=cxk" in shown["node2"].split(",") and "zz=cxk" not in shown["node2"]
 
     # -- get -w prints the nodeName pod's transitions, from Pending to Running
-    watch = await kubectl.start("get", "pods", "-w")
+    watch = await kubectl.start("get", "pods", "-w", "-v=6")
     try:
+        await watch.watching()  # else a quick pod may already be Running when it lists
         created = await kubectl("apply", "-f", "node1.yaml")
         assert created.strip() == "pod/pod-example created"
         assert (
