@@ -14,22 +14,33 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["matching_tolerations", "tolerates_taint"]
+__all__ = ["matching_tolerations", "tolerates", "tolerates_taint"]
 
 
-def tolerates_taint(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
-    effect = toleration.get("effect") or ""
-    if effect and effect != taint.get("effect"):
+def tolerates(toleration: Mapping[str, Any], *, key: str, value: str, effect: str) -> bool:
+    """Does ``toleration`` tolerate the taint ``key=value:effect``? (The one matching rule.)"""
+    wanted_effect = toleration.get("effect") or ""
+    if wanted_effect and wanted_effect != effect:
         return False
-    key = toleration.get("key") or ""
-    if key and key != taint.get("key"):
+    wanted_key = toleration.get("key") or ""
+    if wanted_key and wanted_key != key:
         return False
     operator = toleration.get("operator") or "Equal"
     if operator == "Exists":
         return True
     if operator == "Equal":
-        return (toleration.get("value") or "") == (taint.get("value") or "")
+        return (toleration.get("value") or "") == value
     return False
+
+
+def tolerates_taint(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
+    """``tolerates`` for a taint as its wire dict."""
+    return tolerates(
+        toleration,
+        key=taint.get("key") or "",
+        value=taint.get("value") or "",
+        effect=taint.get("effect") or "",
+    )
 
 
 def matching_tolerations(

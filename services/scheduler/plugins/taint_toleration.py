@@ -4,9 +4,9 @@ Filter: the first taint with effect ``NoSchedule`` or ``NoExecute`` that none of
 tolerations matches rejects the node, worded as Kubernetes words it ("node(s) had untolerated
 taint {key: value}"). Score: fewer untolerated ``PreferNoSchedule`` taints is better.
 
-Toleration matching follows ``core/v1`` ``Toleration.ToleratesTaint``: an empty effect matches
-every effect, an empty key with ``Exists`` matches every taint, ``Equal`` (or no operator)
-compares values. ``tolerationSeconds`` is the eviction controller's business, not ours.
+Toleration matching is ``api.taints.tolerates`` (``core/v1`` ``Toleration.ToleratesTaint``), the
+same rule the controller-manager's taint eviction uses. ``tolerationSeconds`` is the eviction
+controller's business, not ours.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from api import taints
 from services.scheduler.framework import SKIP, CycleState, Status, default_normalize_score
 from services.scheduler.nodeinfo import NodeInfo, PodInfo, Taint
 
@@ -22,18 +23,7 @@ _FILTERED_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 
 
 def toleration_matches(toleration: Mapping[str, Any], taint: Taint) -> bool:
-    effect = toleration.get("effect") or ""
-    if effect and effect != taint.effect:
-        return False
-    key = toleration.get("key") or ""
-    if key and key != taint.key:
-        return False
-    operator = toleration.get("operator") or "Equal"
-    if operator == "Exists":
-        return True
-    if operator == "Equal":
-        return (toleration.get("value") or "") == taint.value
-    return False
+    return taints.tolerates(toleration, key=taint.key, value=taint.value, effect=taint.effect)
 
 
 def tolerates(tolerations: Iterable[Mapping[str, Any]], taint: Taint) -> bool:
