@@ -256,7 +256,7 @@ async def running_cluster(
     controller_manager: bool = True,
     max_pods: int = 110,
     sim_start_delay: float = 0.0,
-    watch_cache_size: int = 100_000,
+    watch_cache_size: int | None = None,
     extra_apiserver_args: Sequence[str] = (),
     profile: Collection[str] = (),
 ) -> AsyncIterator[Cluster]:
@@ -269,12 +269,14 @@ async def running_cluster(
     await asyncio.to_thread(workdir.mkdir, parents=True, exist_ok=True)
     cluster = Cluster(workdir=workdir)
     quiet = ("--log-level", "WARNING")
+    # the apiserver's own default unless asked: RSS figures must be those of a default install
+    cache_args = () if watch_cache_size is None else ("--watch-cache-size", str(watch_cache_size))
     try:
         await cluster.add(Component(
             "apiserver",
             _py("services.apiserver", "--store", _store_url(store, workdir),
                 "--state-dir", str(workdir / "apiserver"), "--insecure-port", "0",
-                "--watch-cache-size", str(watch_cache_size), *quiet, *extra_apiserver_args),
+                *cache_args, *quiet, *extra_apiserver_args),
             workdir / "apiserver.log", _APISERVER_READY,
         ))  # fmt: skip
         server = cluster.url
