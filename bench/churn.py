@@ -30,11 +30,7 @@ import aiohttp
 from bench.harness import percentile
 from client.watch import split_lines
 
-__all__ = ["ChurnResult", "measure_churn"]
-
-
-class ChurnResult(dict[str, float]):
-    """``create p50/p99``, ``get p50/p99``, ``watch p50/p99`` (ms), ``sent/s`` achieved."""
+__all__ = ["measure_churn"]
 
 
 def _pod(name: str) -> bytes:
@@ -59,8 +55,9 @@ def _pod(name: str) -> bytes:
 async def measure_churn(
     url: str, *, rate: float = 20.0, seconds: float = 10.0, namespace: str = "default",
     prefix: str = "churn",
-) -> ChurnResult:  # fmt: skip
-    """Drive ``rate`` creates/s and ``rate`` gets/s for ``seconds``; latencies in ms."""
+) -> dict[str, float]:  # fmt: skip
+    """Drive ``rate`` creates/s and ``rate`` gets/s for ``seconds``: ``create p50/p99``,
+    ``get p50/p99``, ``watch p50/p99`` (ms) and the create rate achieved (``creates/s sent``)."""
     count = max(2, int(rate * seconds))
     path = f"/api/v1/namespaces/{namespace}/pods"
     acked: dict[str, float] = {}
@@ -136,14 +133,12 @@ async def measure_churn(
                 await reader
             watch.close()
     watch_ms = [max(0.0, (seen[name] - acked[name]) * 1e3) for name in acked]
-    return ChurnResult(
-        {
-            "create p50": percentile(create_ms, 0.5),
-            "create p99": percentile(create_ms, 0.99),
-            "get p50": percentile(get_ms, 0.5),
-            "get p99": percentile(get_ms, 0.99),
-            "watch p50": percentile(watch_ms, 0.5),
-            "watch p99": percentile(watch_ms, 0.99),
-            "creates/s sent": sent_per_s,
-        }
-    )
+    return {
+        "create p50": percentile(create_ms, 0.5),
+        "create p99": percentile(create_ms, 0.99),
+        "get p50": percentile(get_ms, 0.5),
+        "get p99": percentile(get_ms, 0.99),
+        "watch p50": percentile(watch_ms, 0.5),
+        "watch p99": percentile(watch_ms, 0.99),
+        "creates/s sent": sent_per_s,
+    }

@@ -205,14 +205,16 @@ class Cluster:
             informer.add_handler(on_add=saw, on_update=lambda _old, new: saw(new))
             task = informer.start()
             try:
-                await self._wait(enough, within=within, what=f"{count} Ready nodes ({len(ready)})")
+                await self.wait_for(
+                    enough, within=within, what=f"{count} Ready nodes ({len(ready)})"
+                )
             finally:
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
         return time.perf_counter() - start
 
-    async def _wait(self, event: asyncio.Event, *, within: float, what: str) -> None:
-        """Wait for ``event``; fail early if a component dies meanwhile."""
+    async def wait_for(self, event: asyncio.Event, *, within: float, what: str) -> None:
+        """Wait for ``event``; fail early, with its log, if a component dies meanwhile."""
         deadline = time.monotonic() + within
         while not event.is_set():
             self.check_alive()
@@ -221,9 +223,6 @@ class Cluster:
                 raise TimeoutError(f"no {what} after {within:.0f}s")
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(event.wait(), min(remaining, 2.0))
-
-    async def wait_for(self, event: asyncio.Event, *, within: float, what: str) -> None:
-        await self._wait(event, within=within, what=what)
 
     async def stop(self) -> None:
         for component in reversed(self.components):

@@ -36,6 +36,7 @@ from typing import Any
 from bench.cluster import Cluster, resource, running_cluster
 from bench.harness import (
     ANCHORS,
+    Anchor,
     Context,
     Figure,
     ScenarioRun,
@@ -78,7 +79,7 @@ def pod_body(name: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"app": "e2e"}},
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"app": "startup"}},
         "spec": {"containers": [{
             "name": "web", "image": "nginx:1.27",
             "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}},
@@ -89,13 +90,13 @@ def pod_body(name: str) -> dict[str, Any]:
 class PodClock:
     """A pod informer noting when each pod was first seen and first seen Running."""
 
-    def __init__(self, client: ApiClient, *, expected: int) -> None:
+    def __init__(self, client: ApiClient, *, expected: int, selector: str = "app=e2e") -> None:
         self.expected = expected
         self.first_seen: dict[str, float] = {}
         self.bound: dict[str, float] = {}
         self.running: dict[str, float] = {}
         self.all_running = asyncio.Event()
-        self.informer = Informer(client, PODS, namespace=NAMESPACE, label_selector="app=e2e",
+        self.informer = Informer(client, PODS, namespace=NAMESPACE, label_selector=selector,
                                  name="bench e2e pods")  # fmt: skip
         self.informer.add_handler(on_add=self._saw, on_update=lambda _old, new: self._saw(new))
 
@@ -156,7 +157,7 @@ async def measure_startup_churn(
     count = int(rate * seconds)
     sent: dict[str, float] = {}
     async with ApiClient(server=cluster.url) as client:
-        clock = PodClock(client, expected=count)
+        clock = PodClock(client, expected=count, selector="app=startup")
         task = clock.start()
         try:
             await clock.informer.wait_synced()
@@ -170,7 +171,7 @@ async def measure_startup_churn(
             for i in range(count):
                 # pacing of an open-loop load: each create is sent at its own slot
                 await asyncio.sleep(max(0.0, began + i / rate - time.perf_counter()))
-                creates.append(asyncio.create_task(create(f"churn-{i:06d}")))
+                creates.append(asyncio.create_task(create(f"startup-{i:06d}")))
             await asyncio.gather(*creates)
             await cluster.wait_for(clock.all_running, within=120, what=f"{count} Running pods")
         finally:
@@ -186,7 +187,7 @@ def _units(name: str) -> str:
     return {"all Running": "s", "pods/s": "pods/s"}.get(name, "s")
 
 
-def _anchor(name: str, *, churn: bool) -> Any:
+def _anchor(name: str, *, churn: bool) -> Anchor | None:
     if name == "pods/s":
         return ANCHORS["kwok"]
     if name == "startup p99" and churn:
