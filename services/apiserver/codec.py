@@ -23,6 +23,7 @@ import enum
 import json
 from typing import Any
 
+import orjson
 import yaml
 from aiohttp import web
 
@@ -55,8 +56,21 @@ class PatchType(enum.StrEnum):
 
 
 def dumps(obj: Any) -> bytes:
-    """Compact JSON bytes, the one encoding used on the wire and in the store."""
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+    """Compact JSON bytes, the one encoding used on the wire and in the store.
+
+    orjson does it 5x faster than ``json``, and every object written, listed or watched passes
+    here. It refuses integers past 64 bits; those few bodies go through ``json`` (Kubernetes
+    itself reads such numbers back as floats, as ``loads`` does).
+    """
+    try:
+        return orjson.dumps(obj)
+    except TypeError:
+        return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def loads(data: bytes | str) -> Any:
+    """Parse JSON this server wrote (stored values, cached events): orjson's speed."""
+    return orjson.loads(data)
 
 
 def json_response(

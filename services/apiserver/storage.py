@@ -20,14 +20,13 @@ that changes nothing is not written (its resourceVersion stays), as in Kubernete
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from api.errors import AlreadyExists, Conflict, Expired, NotFound
 from api.registry import ResourceType
-from services.apiserver.codec import dumps
+from services.apiserver.codec import dumps, loads
 from store.base import (
     Compacted,
     KeyExists,
@@ -66,7 +65,7 @@ def encode(obj: Obj) -> bytes:
 
 def decode(kv: KeyValue, *, revision: int | None = None) -> Obj:
     """The object stored in ``kv``, stamped with ``revision`` (default: its ``mod_revision``)."""
-    obj: Obj = json.loads(kv.value)
+    obj: Obj = loads(kv.value)
     meta = obj.get("metadata")
     if not isinstance(meta, dict):
         meta = obj["metadata"] = {}

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -39,7 +38,7 @@ from typing import Any
 
 from api.errors import Expired, StatusError
 from api.registry import ResourceType
-from services.apiserver.codec import dumps
+from services.apiserver.codec import dumps, loads
 from services.apiserver.predicate import INDEX_PREFERENCE, Predicate
 from services.apiserver.storage import decode, too_old
 from store.base import Compacted, Event, Store, StoreClosed, WatchOverflow
@@ -110,7 +109,7 @@ class CacheEvent:
         """The object's JSON; ``from_prev``: the previous state stamped with this revision."""
         if from_prev and self.prev is not None and self.type != "DELETED":
             if self._prev_bytes is None:
-                prev = json.loads(dumps(self.prev))
+                prev = loads(dumps(self.prev))
                 prev.setdefault("metadata", {})["resourceVersion"] = str(self.revision)
                 self._prev_bytes = dumps(prev)
             return self._prev_bytes
@@ -121,7 +120,7 @@ class CacheEvent:
     def object_for(self, *, from_prev: bool) -> Obj:
         """The object a delivery carries, as a dict (for Table output)."""
         if from_prev and self.prev is not None and self.type != "DELETED":
-            prev: Obj = json.loads(self.object_bytes(from_prev=True))
+            prev: Obj = loads(self.object_bytes(from_prev=True))
             return prev
         return self.obj
 
