@@ -117,6 +117,13 @@ class Registry:
     def by_kind(self, group: str, kind: str) -> ResourceType | None:
         return self._by_kind.get((group, kind))
 
+    def require(self, group: str, kind: str) -> ResourceType:
+        """``by_kind`` for a kind the caller cannot work without; KeyError names what is missing."""
+        rt = self._by_kind.get((group, kind))
+        if rt is None:
+            raise KeyError(f"the registry has no {group or 'core'} {kind}")
+        return rt
+
     def by_api_version(self, api_version: str, kind: str) -> ResourceType | None:
         group, _, version = api_version.rpartition("/")
         rt = self._by_kind.get((group, kind))

@@ -46,7 +46,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from api.errors import AlreadyExists, Conflict, NotFound
-from api.registry import REGISTRY, ResourceType
+from api.registry import REGISTRY
 from api.selectors import label_selector_from_dict
 from client.cache import object_key, split_key
 from client.controller import Controller
@@ -71,16 +71,9 @@ log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 
 
-def _rt(group: str, kind: str) -> ResourceType:
-    rt = REGISTRY.by_kind(group, kind)
-    if rt is None:  # pragma: no cover
-        raise RuntimeError(f"the registry has no {kind}")
-    return rt
-
-
-PODS = _rt("", "Pod")
-RSS = _rt("apps", "ReplicaSet")
-DEPLOYMENTS = _rt("apps", "Deployment")
+PODS = REGISTRY.require("", "Pod")
+RSS = REGISTRY.require("apps", "ReplicaSet")
+DEPLOYMENTS = REGISTRY.require("apps", "Deployment")
 
 
 def _annotations(obj: Obj) -> dict[str, str]:

@@ -38,7 +38,7 @@ from typing import Any
 
 from api.errors import Conflict, NotFound, StatusError
 from api.meta import now_time
-from api.registry import REGISTRY, ResourceType
+from api.registry import REGISTRY
 from client.controller import Controller
 from client.events import EventRecorder
 from client.ratelimit import TokenBucket
@@ -59,16 +59,9 @@ NODE_LEASE_NAMESPACE = "kube-node-lease"
 MONITORED_CONDITIONS = ("Ready", "MemoryPressure", "DiskPressure", "PIDPressure")
 
 
-def _rt(group: str, kind: str) -> ResourceType:
-    rt = REGISTRY.by_kind(group, kind)
-    if rt is None:  # pragma: no cover
-        raise RuntimeError(f"the registry has no {kind}")
-    return rt
-
-
-NODES = _rt("", "Node")
-PODS = _rt("", "Pod")
-LEASES = _rt("coordination.k8s.io", "Lease")
+NODES = REGISTRY.require("", "Node")
+PODS = REGISTRY.require("", "Pod")
+LEASES = REGISTRY.require("coordination.k8s.io", "Lease")
 
 
 def ready_status(node: Obj) -> str | None:

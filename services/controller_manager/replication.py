@@ -88,14 +88,7 @@ SLOW_START_INITIAL_BATCH = 1
 """Kubernetes' SlowStartInitialBatchSize."""
 
 
-def _rt(group: str, kind: str) -> ResourceType:
-    rt = REGISTRY.by_kind(group, kind)
-    if rt is None:  # pragma: no cover - the registry serves all of these
-        raise RuntimeError(f"the registry has no {kind}")
-    return rt
-
-
-PODS = _rt("", "Pod")
+PODS = REGISTRY.require("", "Pod")
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,13 +115,13 @@ def _rs_selector(owner: Obj) -> LabelSelector:
 
 
 REPLICATIONCONTROLLER = ReplicaKind(
-    rt=_rt("", "ReplicationController"),
+    rt=REGISTRY.require("", "ReplicationController"),
     name="replicationcontroller",
     component="replication-controller",
     selector_of=_rc_selector,
 )
 REPLICASET = ReplicaKind(
-    rt=_rt("apps", "ReplicaSet"),
+    rt=REGISTRY.require("apps", "ReplicaSet"),
     name="replicaset",
     component="replicaset-controller",
     selector_of=_rs_selector,

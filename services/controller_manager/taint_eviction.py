@@ -31,7 +31,7 @@ from typing import Any
 
 from api.errors import Conflict, NotFound
 from api.meta import now_time
-from api.registry import REGISTRY, ResourceType
+from api.registry import REGISTRY
 from api.taints import matching_tolerations
 from client.cache import object_key
 from client.controller import Controller
@@ -48,15 +48,8 @@ log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 
 
-def _rt(group: str, kind: str) -> ResourceType:
-    rt = REGISTRY.by_kind(group, kind)
-    if rt is None:  # pragma: no cover
-        raise RuntimeError(f"the registry has no {kind}")
-    return rt
-
-
-NODES = _rt("", "Node")
-PODS = _rt("", "Pod")
+NODES = REGISTRY.require("", "Node")
+PODS = REGISTRY.require("", "Pod")
 
 
 def no_execute_taints(node: Obj | None) -> list[Obj]:
