@@ -26,7 +26,7 @@ import re
 from typing import Any
 
 from api.errors import BadRequest, Invalid, RequestEntityTooLarge
-from api.patches.values import JSONValue, clone, json_equal, render
+from api.patches.values import JSONValue, clone, json_equal, json_type, render
 
 __all__ = ["MAX_OPERATIONS", "JSONPatchError", "apply_json_patch"]
 
@@ -64,7 +64,7 @@ def apply_json_patch(target: dict[str, Any], ops: Any) -> dict[str, Any]:
 def _check_shape(ops: Any) -> None:
     if not isinstance(ops, list):
         raise BadRequest(
-            f"json: cannot unmarshal {_json_type(ops)} into Go value of type jsonpatch.Patch"
+            f"json: cannot unmarshal {json_type(ops)} into Go value of type jsonpatch.Patch"
         )
     if len(ops) > MAX_OPERATIONS:
         raise RequestEntityTooLarge(
@@ -74,28 +74,14 @@ def _check_shape(ops: Any) -> None:
     for op in ops:
         if not isinstance(op, dict):
             raise BadRequest(
-                f"json: cannot unmarshal {_json_type(op)} into Go value of type jsonpatch.Operation"
+                f"json: cannot unmarshal {json_type(op)} into Go value of type jsonpatch.Operation"
             )
         for field in ("op", "path", "from"):
             if field in op and not isinstance(op[field], str):
                 raise BadRequest(
-                    f"error decoding patch: json: cannot unmarshal {_json_type(op[field])} "
+                    f"error decoding patch: json: cannot unmarshal {json_type(op[field])} "
                     f"into Go struct field jsonPatchOp.{field} of type string"
                 )
-
-
-def _json_type(value: Any) -> str:
-    if isinstance(value, dict):
-        return "object"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    return "null" if value is None else type(value).__name__
 
 
 def _apply_one(doc: JSONValue, op: dict[str, Any]) -> JSONValue:

@@ -54,7 +54,7 @@ from typing import Any
 
 from api.errors import BadRequest, Invalid
 from api.patches.schema import PatchMeta, for_kind
-from api.patches.values import JSONValue, clone, identity, render
+from api.patches.values import JSONValue, clone, identity, json_type, render
 
 __all__ = ["apply_strategic_merge_patch", "merge_with_meta"]
 
@@ -79,7 +79,7 @@ def apply_strategic_merge_patch(target: dict[str, Any], patch: Any, *, kind: str
     """
     if not isinstance(patch, dict):
         raise BadRequest(
-            f"json: cannot unmarshal {_json_type(patch)} into Go value of type "
+            f"json: cannot unmarshal {json_type(patch)} into Go value of type "
             "map[string]interface {}"
         )
     return merge_with_meta(target, patch, meta=for_kind(kind))
@@ -92,18 +92,6 @@ def merge_with_meta(
     if not isinstance(target, dict):
         raise TypeError(f"target must be a JSON object, not {type(target).__name__}")
     return _merge_map(target, patch, meta)
-
-
-def _json_type(value: Any) -> str:
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    return "null" if value is None else type(value).__name__
 
 
 # --- objects ---------------------------------------------------------------------------------

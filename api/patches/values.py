@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["JSONValue", "clone", "identity", "json_equal", "render"]
+__all__ = ["JSONValue", "clone", "identity", "json_equal", "json_type", "render"]
 
 JSONValue = Any
 """What ``json.loads`` returns; kept as ``Any`` because the containers nest arbitrarily."""
@@ -70,3 +70,18 @@ def render(value: JSONValue) -> str:
         return json.dumps(value, separators=(",", ":"), sort_keys=True, default=str)
     except (TypeError, ValueError):
         return repr(value)
+
+
+def json_type(value: Any) -> str:
+    """The JSON type name Go's decoder uses in its errors ("cannot unmarshal array into ...")."""
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    return "null" if value is None else type(value).__name__
