@@ -69,6 +69,21 @@ def new_controller_ref(owner: Obj, rt: ResourceType) -> dict[str, Any]:
     }
 
 
+def resolve_controller_ref(
+    ref: dict[str, Any] | None, *, namespace: str, rt: ResourceType, owners: Any
+) -> Obj | None:
+    """The owner ``ref`` points at, if it is of kind ``rt`` and that very object (same uid) is
+    in the ``owners`` cache (anything with ``get("ns/name")``); else None."""
+    if ref is None or ref.get("kind") != rt.kind:
+        return None
+    if str(ref.get("apiVersion") or "").rpartition("/")[0] != rt.group:
+        return None
+    owner: Obj | None = owners.get(f"{namespace}/{ref.get('name')}")
+    if owner is None or owner["metadata"].get("uid") != ref.get("uid"):
+        return None
+    return owner
+
+
 def is_being_deleted(obj: Obj) -> bool:
     return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
 

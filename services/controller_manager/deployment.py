@@ -61,6 +61,7 @@ from services.controller_manager.controller_ref import (
     is_being_deleted,
     labels_of,
     new_controller_ref,
+    resolve_controller_ref,
 )
 from services.controller_manager.informers import SharedInformers
 
@@ -133,16 +134,9 @@ class DeploymentController:
         self.queue.add(object_key(d))
 
     def _resolve(self, namespace: str, ref: dict[str, Any] | None) -> Obj | None:
-        if (
-            ref is None
-            or ref.get("kind") != "Deployment"
-            or not str(ref.get("apiVersion")).startswith("apps/")
-        ):
-            return None
-        d = self.deployments.get(f"{namespace}/{ref.get('name')}")
-        if d is None or d["metadata"].get("uid") != ref.get("uid"):
-            return None
-        return d
+        return resolve_controller_ref(
+            ref, namespace=namespace, rt=DEPLOYMENTS, owners=self.deployments
+        )
 
     def _matching(self, rs: Obj) -> list[Obj]:
         namespace = rs["metadata"].get("namespace") or ""

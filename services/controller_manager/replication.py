@@ -59,6 +59,7 @@ from services.controller_manager.controller_ref import (
     is_being_deleted,
     labels_of,
     new_controller_ref,
+    resolve_controller_ref,
 )
 from services.controller_manager.informers import SharedInformers
 from services.controller_manager.pod_state import (
@@ -243,14 +244,7 @@ class ReplicaSetController:
 
     def _resolve(self, namespace: str, ref: dict[str, Any] | None) -> Obj | None:
         """The owner a controller reference points at, if it is one of ours and in the cache."""
-        if ref is None or ref.get("kind") != self.kind.rt.kind:
-            return None
-        if str(ref.get("apiVersion") or "").rpartition("/")[0] != self.kind.rt.group:
-            return None
-        owner = self.owners.get(f"{namespace}/{ref.get('name')}")
-        if owner is None or owner["metadata"].get("uid") != ref.get("uid"):
-            return None
-        return owner
+        return resolve_controller_ref(ref, namespace=namespace, rt=self.kind.rt, owners=self.owners)
 
     def _matching_owners(self, pod: Obj) -> list[Obj]:
         namespace = pod["metadata"].get("namespace") or ""
