@@ -35,7 +35,7 @@ import platform
 import random
 import shutil
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -258,35 +258,29 @@ class NodeAgent:
             await asyncio.gather(lease, status, return_exceptions=True)
 
     async def _lease_loop(self) -> None:
+        # spread many nodes' renewals over the interval instead of renewing all at once
         await asyncio.sleep(random.uniform(0, self.lease_interval))
-        backoff = Backoff(RENEW_BACKOFF)
-        while True:
-            try:
-                await self.renew_lease()
-                backoff.reset()
-                delay = self.lease_interval
-            except (StatusError, ConnectionError) as exc:
-                delay = backoff.next_delay()
-                log.warning(
-                    "node %s: lease renewal failed (%s); will retry in %.1fs",
-                    self.config.name,
-                    exc,
-                    delay,
-                )
-            await asyncio.sleep(delay)
+        await self._every(self.lease_interval, self.renew_lease, what="lease renewal")
 
     async def _status_loop(self) -> None:
+        await self._every(self.status_interval, self.sync_status, what="status update")
+
+    async def _every(
+        self, interval: float, step: Callable[[], Awaitable[Any]], *, what: str
+    ) -> None:
+        """Run ``step`` every ``interval``; on failure back off (reset after a success)."""
         backoff = Backoff(RENEW_BACKOFF)
         while True:
             try:
-                await self.sync_status()
+                await step()
                 backoff.reset()
-                delay = self.status_interval
+                delay = interval
             except (StatusError, ConnectionError) as exc:
                 delay = backoff.next_delay()
                 log.warning(
-                    "node %s: status update failed (%s); will retry in %.1fs",
+                    "node %s: %s failed (%s); will retry in %.1fs",
                     self.config.name,
+                    what,
                     exc,
                     delay,
                 )
