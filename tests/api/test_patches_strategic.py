@@ -1,7 +1,7 @@
 """Strategic merge patch — what ``kubectl apply`` sends, applied as the apiserver applies it.
 
 The centre piece is the real patch kubectl 1.32 sent for ``pod3a.yaml -> pod3b.yaml``
-(``reference/kubectl-samples/smp_patch_example.json``): applied to the live pod3a it must give
+(``tests/fixtures/kubectl-samples/smp_patch_example.json``): applied to the live pod3a it must give
 pod3b, keeping what the server added (defaults, status, an injected env var) where it was.
 """
 
@@ -19,7 +19,7 @@ from api.errors import BadRequest, Invalid
 from api.patches import apply_strategic_merge_patch
 from api.patches.schema import KINDS, compile_table, for_kind
 
-SAMPLE = Path("/work/shared/reference/kubectl-samples/smp_patch_example.json")
+SAMPLE = Path(__file__).parents[1] / "fixtures" / "kubectl-samples" / "smp_patch_example.json"
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 # Reconstructed from the patch: what the user applied first, and what they applied next.
@@ -70,22 +70,8 @@ spec:
 
 
 def _sample_patch() -> dict[str, Any]:
-    if SAMPLE.exists():
-        patch: dict[str, Any] = json.loads(SAMPLE.read_text())
-    else:  # the same bytes, should the shared reference move
-        patch = json.loads(_SAMPLE_FALLBACK)
+    patch: dict[str, Any] = json.loads(SAMPLE.read_text())
     return patch
-
-
-_SAMPLE_FALLBACK = """{"metadata":{"$deleteFromPrimitiveList/finalizers":["example.com/a"],
-"$setElementOrder/finalizers":["example.com/b"],"annotations":{"kubectl.kubernetes.io/last-applied-configuration":"<...>"},
-"labels":{"drop":null}},"spec":{"$setElementOrder/containers":[{"name":"c"},{"name":"a"}],
-"$setElementOrder/volumes":[{"name":"data"}],"containers":[{"image":"alpine","name":"c"},
-{"$setElementOrder/env":[{"name":"E2"},{"name":"E3"}],"$setElementOrder/ports":[{"containerPort":80}],
-"env":[{"name":"E3","value":"3"},{"$patch":"delete","name":"E1"}],"image":"busybox:1.36","name":"a",
-"ports":[{"$patch":"delete","containerPort":81}]},{"$patch":"delete","name":"b"}],
-"tolerations":[{"key":"k2","operator":"Exists"}],"volumes":[{"$retainKeys":["hostPath","name"],
-"emptyDir":null,"hostPath":{"path":"/data"},"name":"data"}]}}"""
 
 
 def _live_pod3a() -> dict[str, Any]:

@@ -16,7 +16,7 @@ from api.registry import ResourceType
 from services.apiserver.tables import human_duration, to_table, wants_table
 
 NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
-SAMPLES = Path("/work/shared/reference/kubectl-samples")
+SAMPLES = Path(__file__).parents[1] / "fixtures" / "kubectl-samples"
 
 
 class _Any(BaseModel):
