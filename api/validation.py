@@ -11,9 +11,9 @@ shape and types; its errors become causes, their ``loc`` turned into Kubernetes 
 (JSON names, ``[i]`` for list items, ``[key]`` for map keys). Then semantic checks, written
 after ``pkg/apis/*/validation``: name syntax, labels and annotations, containers, ports,
 resources, enums, tolerations, node affinity, controller selectors versus template labels,
-leases, events, and for updates the immutable fields. Semantic checks read the dict
-defensively, and a cause under a path pydantic already reported is dropped, so one mistake
-gives one cause.
+node addresses and the kubelet port (``api.addresses``), leases, events, and for updates the
+immutable fields. Semantic checks read the dict defensively, and a cause under a path pydantic
+already reported is dropped, so one mistake gives one cause.
 
 Messages follow Kubernetes' ``field.Error`` wording (``Required value``, ``Invalid value: "x":
 ...``, ``Unsupported value: "x": supported values: "a", "b"``, ``Duplicate value: "x"``,
@@ -34,6 +34,7 @@ from typing import Annotated, Any, TypeGuard, Union, cast, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
+from api.addresses import address_errors
 from api.errors import BadRequest, Cause
 from api.meta import parse_time
 from api.names import (
@@ -785,6 +786,43 @@ def _node(obj: dict[str, Any]) -> list[Cause]:
         if (key, effect) in seen:
             causes.append(duplicate(path, taint))
         seen.add((key, effect))
+    return causes + _node_status(_map(obj.get("status")))
+
+
+def _node_status(status: dict[str, Any]) -> list[Cause]:
+    """Addresses the apiserver may dial and the kubelet port it dials them on.
+
+    Stricter than Kubernetes, which only refuses duplicate addresses: kubelite's proxy speaks
+    plain HTTP to these, so each must be a bare IP or DNS name (``api.addresses``). Port 0 is
+    what a Go client writes for "no kubelet endpoint" (``Port`` has no omitempty) and stays valid.
+    """
+    causes: list[Cause] = []
+    seen: set[tuple[Any, Any]] = set()
+    for i, entry in _items(status.get("addresses")):
+        path = f"status.addresses[{i}]"
+        kind, address = entry.get("type"), entry.get("address")
+        if not kind:
+            causes.append(required(f"{path}.type"))
+        if not address:
+            causes.append(required(f"{path}.address"))
+        elif isinstance(kind, str):
+            causes += [
+                invalid(f"{path}.address", address, m) for m in address_errors(kind, address)
+            ]
+        key = (kind, address)
+        if isinstance(kind, str) and isinstance(address, str) and key in seen:
+            causes.append(duplicate(path, entry))
+        seen.add(key)
+    kubelet = _map(_map(status.get("daemonEndpoints")).get("kubeletEndpoint"))
+    port = kubelet.get("Port")
+    if _is_int(port) and not 0 <= port <= 65535:
+        causes.append(
+            invalid(
+                "status.daemonEndpoints.kubeletEndpoint.Port",
+                port,
+                "must be between 1 and 65535, inclusive (or 0: no kubelet endpoint)",
+            )
+        )
     return causes
 
 

@@ -2,7 +2,10 @@
 
 Why: as in Kubernetes, logs and exec are served by the kubelet of the pod's node; the apiserver
 only finds that kubelet — the node's ``InternalIP`` and ``status.daemonEndpoints.kubeletEndpoint
-.Port`` — checks the request against the pod (container name, phase) and relays bytes:
+.Port`` — checks the request against the pod (container name, phase) and relays bytes. The
+kubelet URL is assembled from a parsed address (a bare IP or DNS name, ``api.addresses``) and an
+integer port, never by pasting stored strings, so a Node's fields cannot point the apiserver at
+any other URL; a Node with no such address is a 503 ``no preferred addresses found``.
 
 * ``GET .../log?container=&follow=&tailLines=&sinceSeconds=&sinceTime=&timestamps=&previous=
   &limitBytes=`` → ``GET /containerLogs/{ns}/{pod}/{container}`` on the kubelet, the body streamed
@@ -12,7 +15,7 @@ only finds that kubelet — the node's ``InternalIP`` and ``status.daemonEndpoin
 * ``GET .../exec?command=..&container=&stdin=&stdout=&stderr=&tty=`` with a WebSocket upgrade →
   a WebSocket to the kubelet's ``/exec/...`` offering the client's subprotocols; the one the
   kubelet picks (``v5.channel.k8s.io`` for kubectl >= 1.30) is the one answered to the client, and
-  binary frames are relayed both ways until either side closes. Non-WebSocket upgrades (SPDY, from
+  frames — binary and text alike, as each is — are relayed both ways until either side closes. Non-WebSocket upgrades (SPDY, from
   kubectl <= 1.29 or with websockets disabled) get a 400 ``Status``.
 
 Wiring: ``setup_proxy(app)`` registers the routes (before ``setup_rest``, whose catch-all route
@@ -32,8 +35,10 @@ from urllib.parse import quote
 
 import aiohttp
 from aiohttp import web
+from yarl import URL
 
-from api.errors import BadRequest, InternalError, NotFound
+from api.addresses import dialable_address
+from api.errors import BadRequest, InternalError, NotFound, ServiceUnavailable
 from services.apiserver.context import CONTEXT
 
 __all__ = ["setup_proxy"]
@@ -91,7 +96,9 @@ def _container(pod: Obj, requested: str | None) -> str:
     return requested
 
 
-async def _kubelet_base(request: web.Request, pod: Obj) -> str | None:
+async def _kubelet_base(request: web.Request, pod: Obj) -> URL | None:
+    """``http://<address>:<port>`` of the pod's kubelet, built from parsed parts; None when
+    the pod is not on a node yet."""
     node_name = (pod.get("spec") or {}).get("nodeName")
     if not node_name:
         return None
@@ -99,22 +106,39 @@ async def _kubelet_base(request: web.Request, pod: Obj) -> str | None:
         node = await _get(request, "nodes", None, node_name)
     except NotFound:
         raise InternalError(f'nodes "{node_name}" not found') from None
+    return kubelet_url(node)
+
+
+def kubelet_url(node: Obj) -> URL:
+    """Where ``node``'s kubelet listens, or ``ServiceUnavailable``.
+
+    Only a bare IP or DNS name (``api.addresses``) and an integer port in 1..65535 ever reach
+    the URL, and yarl assembles it (brackets for IPv6), so no stored value can add a path, a
+    query or another host — including Nodes written before validation refused such values.
+    """
+    name = (node.get("metadata") or {}).get("name", "")
     status = node.get("status") or {}
-    port = ((status.get("daemonEndpoints") or {}).get("kubeletEndpoint") or {}).get("Port")
-    addresses = status.get("addresses") or []
-    ip = next((a["address"] for a in addresses if a.get("type") == "InternalIP"), None)
-    if ip is None:
-        ip = next((a["address"] for a in addresses if a.get("type") == "Hostname"), None)
-    if not port or not ip:
-        raise InternalError(f"node {node_name} does not advertise a kubelet endpoint")
-    host = f"[{ip}]" if ":" in ip else ip
-    return f"http://{host}:{int(port)}"
+    endpoint = (status.get("daemonEndpoints") or {}).get("kubeletEndpoint") or {}
+    port = endpoint.get("Port")
+    listed = [a for a in status.get("addresses") or [] if isinstance(a, dict)]
+    host = dialable_address(listed)
+    if host is None:
+        known = " ".join(f"{{{a.get('type')} {a.get('address')}}}" for a in listed)
+        raise ServiceUnavailable(
+            f'node "{name}" has no address the apiserver may dial: '
+            f"no preferred addresses found; known addresses: [{known}]"
+        )
+    if not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= 65535:
+        raise ServiceUnavailable(
+            f'node "{name}" does not advertise a kubelet endpoint '
+            f"(status.daemonEndpoints.kubeletEndpoint.Port: {port!r})"
+        )
+    return URL.build(scheme="http", host=host, port=port)
 
 
 def _kubelet_path(kind: str, namespace: str, pod: str, container: str) -> str:
-    return "/".join(
-        ("", kind, quote(namespace, safe=""), quote(pod, safe=""), quote(container, safe=""))
-    )
+    """The kubelet's path, each segment percent-encoded (a ``/`` cannot add a segment)."""
+    return "/".join(("", kind, *(quote(part, safe="") for part in (namespace, pod, container))))
 
 
 async def _pod_log(request: web.Request) -> web.StreamResponse:
@@ -125,7 +149,7 @@ async def _pod_log(request: web.Request) -> web.StreamResponse:
     if base is None:
         return web.Response(body=b"", content_type="text/plain")
     params = [(k, v) for k, v in request.query.items() if k in LOG_PARAMS]
-    url = base + _kubelet_path("containerLogs", namespace, name, container)
+    url = base.with_path(_kubelet_path("containerLogs", namespace, name, container), encoded=True)
     session = request.app[_SESSION]
     try:
         upstream = await session.get(url, params=params)
@@ -174,7 +198,7 @@ async def _pod_exec(request: web.Request) -> web.StreamResponse:
     ]
     params: list[tuple[str, str]] = [("command", c) for c in request.query.getall("command")]
     params += [(k, request.query[k]) for k in EXEC_FLAGS if k in request.query]
-    url = base + _kubelet_path("exec", namespace, name, container)
+    url = base.with_path(_kubelet_path("exec", namespace, name, container), encoded=True)
     try:
         upstream = await request.app[_SESSION].ws_connect(
             url, params=params, protocols=offered, autoping=True, max_msg_size=0
