@@ -44,6 +44,8 @@ class StatusError(Exception):
 
     code: ClassVar[int] = 500
     reason: ClassVar[str] = "InternalError"
+    always_details: ClassVar[bool] = False
+    """Whether the body carries ``details`` even when empty (as Kubernetes' constructor does)."""
 
     def __init__(
         self,
@@ -64,17 +66,26 @@ class StatusError(Exception):
         self.retry_after_seconds = retry_after_seconds
 
     def to_status(self) -> dict[str, Any]:
-        """The ``Status`` body Kubernetes sends for this error."""
+        """The ``Status`` body Kubernetes sends for this error, fields in its wire order.
+
+        kube-apiserver encodes ``metav1.Status`` with Go's encoder, which emits struct fields in
+        declaration order (kind, apiVersion, metadata, status, message, reason, details, code)
+        and drops ``details`` only when the pointer is nil. Errors built by apimachinery's
+        ``NewNotFound``, ``NewConflict``, ``NewInvalid``, ``NewForbidden`` ... always carry
+        details, if only ``{}`` (``always_details``); kubectl dereferences them (``debug``
+        reads ``details.name`` of a 404). ``NewBadRequest``, ``NewResourceExpired`` and the
+        like carry none unless there is something in them.
+        """
         details: dict[str, Any] = {}
-        if self.name is not None:
+        if self.name:
             details["name"] = self.name
         if self.group:
             details["group"] = self.group
-        if self.kind is not None:
+        if self.kind:
             details["kind"] = self.kind
         if self.causes:
             details["causes"] = self.causes
-        if self.retry_after_seconds is not None:
+        if self.retry_after_seconds:
             details["retryAfterSeconds"] = self.retry_after_seconds
         body: dict[str, Any] = {
             "kind": "Status",
@@ -83,10 +94,10 @@ class StatusError(Exception):
             "status": "Failure",
             "message": self.message,
             "reason": self.reason,
-            "code": self.code,
         }
-        if details:
+        if details or self.always_details:
             body["details"] = details
+        body["code"] = self.code
         return body
 
     def __repr__(self) -> str:
@@ -103,10 +114,12 @@ class Unauthorized(StatusError):
 
 class Forbidden(StatusError):
     code, reason = 403, "Forbidden"
+    always_details = True
 
 
 class NotFound(StatusError):
     code, reason = 404, "NotFound"
+    always_details = True
 
     @classmethod
     def of(cls, resource: str, name: str, *, group: str = "") -> NotFound:
@@ -117,6 +130,7 @@ class NotFound(StatusError):
 
 class MethodNotAllowed(StatusError):
     code, reason = 405, "MethodNotAllowed"
+    always_details = True
 
 
 class NotAcceptable(StatusError):
@@ -125,18 +139,24 @@ class NotAcceptable(StatusError):
 
 class AlreadyExists(StatusError):
     code, reason = 409, "AlreadyExists"
+    always_details = True
 
     @classmethod
     def of(cls, resource: str, name: str, *, group: str = "") -> AlreadyExists:
         qualified = f"{resource}.{group}" if group else resource
-        return cls(f'{qualified} "{name}" already exists', kind=resource, name=name, group=group or None)
+        return cls(
+            f'{qualified} "{name}" already exists', kind=resource, name=name, group=group or None
+        )
 
 
 class Conflict(StatusError):
     code, reason = 409, "Conflict"
+    always_details = True
 
     @classmethod
-    def of(cls, resource: str, name: str, *, group: str = "", detail: str | None = None) -> Conflict:
+    def of(
+        cls, resource: str, name: str, *, group: str = "", detail: str | None = None
+    ) -> Conflict:
         qualified = f"{resource}.{group}" if group else resource
         detail = detail or (
             "the object has been modified; please apply your changes to the latest version and try again"
@@ -167,12 +187,15 @@ class Invalid(StatusError):
     """422: the object failed validation; ``causes`` name the fields."""
 
     code, reason = 422, "Invalid"
+    always_details = True
 
     @classmethod
     def of(cls, kind: str, name: str, causes: list[Cause], *, group: str = "") -> Invalid:
         """``Pod "demo" is invalid: spec.containers[0].image: Required value`` — ``kind`` is the Kind."""
         qualified = f"{kind}.{group}" if group else kind
-        parts = [f"{c['field']}: {c['message']}" if c.get("field") else c["message"] for c in causes]
+        parts = [
+            f"{c['field']}: {c['message']}" if c.get("field") else c["message"] for c in causes
+        ]
         summary = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
         return cls(
             f'{qualified} "{name}" is invalid: {summary}',
@@ -185,10 +208,12 @@ class Invalid(StatusError):
 
 class TooManyRequests(StatusError):
     code, reason = 429, "TooManyRequests"
+    always_details = True
 
 
 class InternalError(StatusError):
     code, reason = 500, "InternalError"
+    always_details = True
 
 
 class ServiceUnavailable(StatusError):
@@ -197,6 +222,7 @@ class ServiceUnavailable(StatusError):
 
 class Timeout(StatusError):
     code, reason = 504, "Timeout"
+    always_details = True
 
 
 _BY_REASON: dict[str, type[StatusError]] = {

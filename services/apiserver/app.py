@@ -37,7 +37,7 @@ from services.apiserver.context import CONTEXT, ApiContext, ServerOptions
 from services.apiserver.discovery import setup_discovery
 from services.apiserver.eventttl import sweep_events
 from services.apiserver.health import setup_health
-from services.apiserver.middleware import status_errors
+from services.apiserver.middleware import log_malformed_requests, status_errors
 from services.apiserver.proxy import setup_proxy
 from services.apiserver.rest import setup_rest
 from services.apiserver.watchcache import WatchCache
@@ -78,6 +78,7 @@ def make_app(
             )
     app = web.Application(middlewares=[status_errors], client_max_size=MAX_BODY_BYTES + 1)
     app[CONTEXT] = ctx
+    app.cleanup_ctx.append(log_malformed_requests)
     app.cleanup_ctx.append(_store_lifetime)
     app.cleanup_ctx.append(_bootstrap)
     app.cleanup_ctx.append(_watch_caches)

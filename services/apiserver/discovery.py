@@ -32,6 +32,7 @@ from aiohttp import web
 
 from api.errors import NotFound, StatusError
 from api.registry import Registry, ResourceType, Subresource
+from services.apiserver.codec import json_response
 from services.apiserver.openapi import OpenAPIV3
 
 __all__ = [
@@ -265,7 +266,7 @@ def _if_none_match(request: web.Request) -> set[str]:
 
 
 def _status_response(err: StatusError) -> web.Response:
-    return web.json_response(err.to_status(), status=err.code)
+    return json_response(err.to_status(), status=err.code)
 
 
 class _Discovery:

@@ -28,7 +28,7 @@ from multidict import MultiDict
 
 from api.errors import Expired, Timeout
 from api.registry import ResourceType
-from services.apiserver.codec import JSON_CONTENT_TYPE, dumps
+from services.apiserver.codec import JSON_CONTENT_TYPE, dumps, json_response
 from services.apiserver.context import ApiContext
 from services.apiserver.query import EXACT, ContinueToken, ListOptions, parse_revision
 from services.apiserver.tables import TABLE_CONTENT_TYPE, to_table, wants_table
@@ -177,7 +177,7 @@ def _list_body(rt: ResourceType, result: ListResult) -> bytes:
         dumps(rt.api_version),
         dumps(meta),
     )
-    return head + b",".join(encoded) + b"]}"
+    return head + b",".join(encoded) + b"]}\n"
 
 
 async def serve(
@@ -192,5 +192,5 @@ async def serve(
             resource_version=str(result.revision),
             continue_token=result.continue_token,
         )
-        return web.Response(body=dumps(table), headers={"Content-Type": TABLE_CONTENT_TYPE})
+        return json_response(table, content_type=TABLE_CONTENT_TYPE)
     return web.Response(body=_list_body(rt, result), headers={"Content-Type": JSON_CONTENT_TYPE})

@@ -6,6 +6,12 @@ forbids a resourceVersion, ``sendInitialEvents`` needs ``resourceVersionMatch=No
 Kubernetes refuses the bad combinations with 400s; this module does the same in one place, and
 owns the continue token (opaque base64 JSON of the list revision and the last key returned).
 
+Numbers are read as Go's ``strconv`` reads them: ASCII digits with an optional sign, within
+64 bits (else 400, never an overflow further down). A ``limit`` past ``MAX_LIMIT`` is read as
+``MAX_LIMIT`` and a ``timeoutSeconds`` past ``MAX_TIMEOUT_SECONDS`` as that: no store holds more
+objects, and no watch outlives its process. The continue token is checked field by field (its
+version, an integer revision, a string start key) before it is believed.
+
 Limits: unknown parameters are ignored (``timeout``, ``fieldManager``, ``fieldValidation``,
 ``pretty`` — accepted and without effect), as Kubernetes ignores parameters it does not use.
 """
@@ -15,7 +21,9 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from dataclasses import dataclass
+from typing import Any
 
 from aiohttp import web
 from multidict import MultiMapping
@@ -26,6 +34,8 @@ from services.apiserver.predicate import Predicate
 
 __all__ = [
     "EXACT",
+    "MAX_LIMIT",
+    "MAX_TIMEOUT_SECONDS",
     "NOT_OLDER_THAN",
     "ContinueToken",
     "ListOptions",
@@ -50,26 +60,45 @@ def parse_bool(raw: str | None, *, name: str) -> bool | None:
     )
 
 
+INT64_MAX = 2**63 - 1
+
+MAX_LIMIT = 2**31 - 1
+"""The largest page size acted upon; a larger ``limit`` means the same (no store holds more)."""
+
+MAX_TIMEOUT_SECONDS = 2**31 - 1
+"""The longest watch timeout acted upon (68 years); larger values would overflow loop timers."""
+
+_DECIMAL = re.compile(r"[+-]?[0-9]+")
+_UNSIGNED = re.compile(r"[0-9]+")
+
+
 def _parse_int(raw: str | None, *, name: str) -> int | None:
+    """Go's ``strconv.ParseInt(raw, 10, 64)``: 400 for anything else, as Kubernetes answers."""
     if raw is None or raw == "":
         return None
-    try:
-        return int(raw)
-    except ValueError:
+    if not _DECIMAL.fullmatch(raw):
         raise BadRequest(
-            f'invalid value for {name}: strconv.ParseInt: parsing "{raw}": invalid syntax'
-        ) from None
+            f"invalid value for {name}: strconv.ParseInt: parsing {_go_quote(raw)}: invalid syntax"
+        )
+    value = int(raw)
+    if not -INT64_MAX - 1 <= value <= INT64_MAX:
+        raise BadRequest(
+            f"invalid value for {name}: strconv.ParseInt: parsing {_go_quote(raw)}: "
+            "value out of range"
+        )
+    return value
+
+
+def _go_quote(raw: str) -> str:
+    """``raw`` quoted for a message (JSON escapes, so NULs and newlines stay visible)."""
+    return json.dumps(raw[:64] + ("..." if len(raw) > 64 else ""))
 
 
 def parse_revision(raw: str) -> int:
     """A resourceVersion as the store revision it names; 400 if it is not one of ours."""
-    try:
-        value = int(raw)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise BadRequest(f"invalid resource version: {raw!r}")
-    return value
+    if not _UNSIGNED.fullmatch(raw) or int(raw) > INT64_MAX:
+        raise BadRequest(f"invalid resource version: {_go_quote(raw)}")
+    return int(raw)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,15 +112,39 @@ class ContinueToken:
 
     @classmethod
     def decode(cls, token: str) -> ContinueToken:
+        """The token a list handed out; 400 for anything else, whatever it holds."""
         try:
             padded = token + "=" * (-len(token) % 4)
-            data = json.loads(base64.urlsafe_b64decode(padded.encode()))
-            revision, start = int(data["rv"]), str(data["start"])
-        except (binascii.Error, ValueError, KeyError, TypeError, UnicodeDecodeError):
+            data: Any = json.loads(base64.urlsafe_b64decode(padded.encode()))
+        except (binascii.Error, ValueError, UnicodeError, RecursionError):
             raise BadRequest("continue key is not valid: invalid continue token") from None
-        if revision < 1:
-            raise BadRequest("continue key is not valid: incorrect encoded start resourceVersion")
+        if not isinstance(data, dict) or data.get("v") != "meta.k8s.io/v1":
+            raise BadRequest(
+                "continue key is not valid: server does not recognize this encoded key"
+            )
+        revision, start = data.get("rv"), data.get("start")
+        if type(revision) is not int or not 1 <= revision <= INT64_MAX:
+            raise BadRequest(
+                "continue key is not valid: incorrect encoded start resourceVersion "
+                "(version meta.k8s.io/v1)"
+            )
+        if not isinstance(start, str) or not start or not _storable(start):
+            raise BadRequest(
+                "continue key is not valid: encoded start key empty or malformed "
+                "(version meta.k8s.io/v1)"
+            )
         return cls(revision=revision, start_after=start)
+
+
+def _storable(key: str) -> bool:
+    """A key a store can compare: UTF-8 encodable (no lone surrogates) and without NULs."""
+    if "\x00" in key:
+        return False
+    try:
+        key.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,11 +179,11 @@ class ListOptions:
         watch = bool(parse_bool(query.get("watch"), name="watch"))
         rv = query.get("resourceVersion", "")
         match = query.get("resourceVersionMatch", "")
-        limit = _parse_int(query.get("limit"), name="limit") or 0
-        if limit < 0:
-            limit = 0
+        limit = min(max(_parse_int(query.get("limit"), name="limit") or 0, 0), MAX_LIMIT)
         raw_continue = query.get("continue", "")
         timeout = _parse_int(query.get("timeoutSeconds"), name="timeoutSeconds")
+        if timeout is not None:
+            timeout = min(timeout, MAX_TIMEOUT_SECONDS)
         bookmarks = bool(parse_bool(query.get("allowWatchBookmarks"), name="allowWatchBookmarks"))
         initial = parse_bool(query.get("sendInitialEvents"), name="sendInitialEvents")
         include_object = query.get("includeObject", "Metadata") or "Metadata"

@@ -24,6 +24,10 @@ connection as ready-made HTTP chunks (``_DirectWriter``), one send per watcher p
 a task switch and a syscall per watcher per event; a connection with unsent bytes piling up falls back to the queue and its backpressure. Clients that
 asked for Tables (kubectl ``get -w``) get each object as a one-row Table instead.
 
+An HTTP/1.0 client (``curl -0``) cannot take chunked encoding; it gets the same lines unframed,
+and the connection closes at the end of the watch, as Go's net/http serves kube-apiserver's
+watches to HTTP/1.0 clients.
+
 Limits: a closed client is noticed on the next write or within ``bookmark_interval`` seconds.
 """
 
@@ -251,11 +255,14 @@ async def serve(
         status=200,
         headers={"Content-Type": TABLE_CONTENT_TYPE if table else JSON_CONTENT_TYPE},
     )
-    response.enable_chunked_encoding()
+    chunked = request.version >= (1, 1)
+    if chunked:
+        response.enable_chunked_encoding()
+    # else aiohttp sends the body unframed and closes the connection after it
     direct: _DirectWriter | None = None
     try:
         await response.prepare(request)  # a StreamResponse sends its headers here
-        if not table and options.direct_watch_writes:
+        if not table and options.direct_watch_writes and chunked:  # it writes HTTP chunks
             direct = source.watcher.direct = _DirectWriter(request, source.watcher)
         next_bookmark = loop.time() + options.bookmark_interval
         while True:
