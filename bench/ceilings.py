@@ -5,7 +5,10 @@ reads as "0.4 of what a plain aiohttp handler does here" whatever the machine. T
 
 * ``aiohttp POST`` / ``aiohttp GET``: ``bench.api``'s baseline server (plain aiohttp handlers
   doing the JSON work any server must do: decode, stamp, encode, keep in a dict), driven by the
-  same client and concurrency as the apiserver scenarios;
+  same client and concurrency as the apiserver scenarios. Every ceiling server does its JSON
+  work with the apiserver's own codec functions (``services.apiserver.codec``: request bodies
+  through ``decode_document``, stored bytes through ``loads``, every output through ``dumps``,
+  compact orjson), so a ratio measures the apiserver's layers, not two JSON libraries;
 * ``sqlite3 commit``: ``bench.store``'s plain ``sqlite3`` loop, WAL, one ``INSERT`` + ``COMMIT``
   per row at the store's own ``synchronous`` setting (FULL, the default);
 * ``fan-out to W watchers``: a plain aiohttp server (this module, ``--serve-fanout``) that keeps
@@ -13,7 +16,8 @@ reads as "0.4 of what a plain aiohttp handler does here" whatever the machine. T
   and writes it to every open response (lines that arrive while a broadcast is under way go
   out together in the next chunk) — the least any chunked-push watch server does. It is
   driven by ``bench.api.measure_fanout`` (creates ``REQUEST_CONCURRENCY`` in flight, W
-  watchers counting lines), the same driver as the apiserver's watch figure;
+  watchers counting the events they really receive), the same driver as the apiserver's
+  watch figure;
 * ``load generator cpu``: the share of one core this process (the client) used while driving the
   POST ceiling. Near 100% means the client, not the server, set the ceiling — then the ratios
   flatter kubelite, and the note says so.
@@ -27,14 +31,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 import time
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bench.harness import Context, Figure, collect_rounds, figure
+
+if TYPE_CHECKING:
+    from bench.api import FanOut
 
 __all__ = [
     "FANOUT_WATCHERS",
@@ -74,6 +81,8 @@ def serve_fanout() -> None:
     import uvloop
     from aiohttp import web
 
+    from services.apiserver.codec import decode_document, dumps
+
     watchers: set[web.StreamResponse] = set()
     pending: list[bytes] = []
     wake = asyncio.Event()
@@ -81,9 +90,12 @@ def serve_fanout() -> None:
 
     async def pods(request: web.Request) -> web.StreamResponse:
         if request.query.get("watch") not in ("1", "true"):
-            return web.json_response(
-                {"kind": "PodList", "metadata": {"resourceVersion": str(revision)}, "items": []}
-            )
+            listing = {
+                "kind": "PodList",
+                "metadata": {"resourceVersion": str(revision)},
+                "items": [],
+            }
+            return web.Response(body=dumps(listing), content_type="application/json")
         resp = web.StreamResponse(headers={"Content-Type": "application/json"})
         resp.enable_chunked_encoding()
         await resp.prepare(request)
@@ -96,14 +108,14 @@ def serve_fanout() -> None:
 
     async def create(request: web.Request) -> web.Response:
         nonlocal revision
-        obj = json.loads(await request.read())
+        obj = decode_document(await request.read(), media_type="application/json")
         meta = obj["metadata"]
         meta["namespace"] = request.match_info["ns"]
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         revision += 1
         meta["resourceVersion"] = str(revision)
-        data = json.dumps(obj, separators=(",", ":")).encode()
+        data = dumps(obj)
         pending.append(b'{"type":"ADDED","object":' + data + b"}\n")
         wake.set()
         return web.Response(body=data, status=201, content_type="application/json")
@@ -175,15 +187,14 @@ def _sqlite(ctx: Context, index: int) -> dict[str, float]:
     return {"sqlite3 commit": creates, "sqlite3 update commit": updates}
 
 
-async def fanout(url: str, *, watchers: int, quick: bool) -> tuple[float, float]:
-    """``bench.api.measure_fanout`` with this suite's sizes: (deliveries/s, keeping-up ratio)."""
+async def fanout(url: str, *, watchers: int, quick: bool) -> FanOut:
+    """``bench.api.measure_fanout`` with this suite's sizes (events really delivered)."""
     from bench.api import measure_fanout
 
-    fan = await measure_fanout(
+    return await measure_fanout(
         url, watchers=watchers, events=fanout_events(watchers, quick=quick),
         in_flight=REQUEST_CONCURRENCY,
     )  # fmt: skip
-    return fan.deliveries_per_s, fan.keeping_up
 
 
 async def _fanout(ctx: Context) -> dict[str, float]:
@@ -192,8 +203,8 @@ async def _fanout(ctx: Context) -> dict[str, float]:
     out = {}
     for watchers in FANOUT_WATCHERS:
         async with server_process(fanout_argv()) as url:
-            delivered, _ = await fanout(url, watchers=watchers, quick=ctx.quick)
-        out[f"fan-out to {watchers} watchers"] = delivered
+            fan = await fanout(url, watchers=watchers, quick=ctx.quick)
+        out[f"fan-out to {watchers} watchers"] = fan.deliveries_per_s
     return out
 
 

@@ -3,8 +3,9 @@
 Why: end-to-end and scale figures only mean something with the real processes talking over
 real HTTP — ``python -m services.apiserver``, ``services.scheduler``,
 ``services.controller_manager`` and ``services.kubelet --runtime sim --nodes M`` (one process
-hosting many simulated nodes, as kwok does) — each its own OS process, on free loopback ports,
-with its state in a temporary directory.
+hosting many simulated nodes, as kwok does) or, with ``runtime="process"``, one
+``services.kubelet --runtime process`` per node whose containers are real OS processes — each
+its own OS process, on free loopback ports, with its state in a temporary directory.
 
 What it owns:
 
@@ -14,10 +15,16 @@ What it owns:
 * ``Cluster``: the components and the apiserver URL; ``wait_nodes_ready(n)`` watches nodes
   (an informer, no polling) until ``n`` report ``Ready=True``;
 * ``running_cluster(...)``: the async context manager that starts apiserver -> scheduler ->
-  controller-manager -> sim kubelets and stops them in reverse order however the block ends.
+  controller-manager -> kubelets and stops them in reverse order however the block ends;
+* ``kubelet_argv(...)``: a kubelet's command line. Process-runtime kubelets get a pod range of
+  their own inside 127.0.0.0/8 and ``--stop-pods-on-exit``, so no container outlives the run;
+  any that still does (a kubelet killed before it could stop them) is found by its working
+  directory, which lies in the scenario's work dir, and killed by its pid
+  (``kill_leftover_containers``).
 
 What it does not do: restart crashed components (a crash fails the scenario, with the tail of
-the log in the error), or pin processes to cores — every process shares the machine.
+the log in the error), or pin processes to cores — every process shares the machine. Process
+containers are isolated from nothing (see ``services.kubelet.runtime.process``).
 """
 
 from __future__ import annotations
@@ -27,20 +34,32 @@ import contextlib
 import logging
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from api.registry import REGISTRY, ResourceType
 from bench.profile import profiling
 from client.informer import Informer
 from client.rest import ApiClient
 
-__all__ = ["Cluster", "Component", "ComponentFailed", "resource", "running_cluster"]
+__all__ = [
+    "Cluster",
+    "Component",
+    "ComponentFailed",
+    "Runtime",
+    "kill_leftover_containers",
+    "kubelet_argv",
+    "resource",
+    "running_cluster",
+]
+
+Runtime = Literal["sim", "process"]
 
 log = logging.getLogger("bench.cluster")
 
@@ -75,6 +94,8 @@ class Component:
     ready: re.Pattern[bytes] | None = None
     """Pattern of the line that says the process is serving; group 1, if any, is its URL."""
     url: str | None = None
+    stop_within: float = 10.0
+    """Seconds between SIGTERM and SIGKILL (a process kubelet stops its containers first)."""
     process: asyncio.subprocess.Process | None = None
     _ready: asyncio.Event = field(default_factory=asyncio.Event)
     _pump: asyncio.Task[None] | None = None
@@ -141,9 +162,9 @@ class Component:
         if self.process is not None and self.process.returncode is None:
             self.process.terminate()
             try:
-                await asyncio.wait_for(self.process.wait(), 10)
+                await asyncio.wait_for(self.process.wait(), self.stop_within)
             except TimeoutError:
-                log.warning("%s ignored SIGTERM for 10s; killing it", self.name)
+                log.warning("%s ignored SIGTERM for %.0fs; killing it", self.name, self.stop_within)
                 self.process.kill()
                 await self.process.wait()
         if self._pump is not None:
@@ -244,12 +265,65 @@ def _store_url(store: str, workdir: Path) -> str:
     return store
 
 
+def process_pod_cidr(index: int) -> str:
+    """A /24 inside 127.0.0.0/8 for process kubelet ``index`` (up to 256 per run).
+
+    Taken from 127.200-127.255 by this process's pid, away from the ranges a kubelite cluster
+    hands out by default (127.1-127.63 by node number, 127.64-127.127 hashed, 127.128+ sim),
+    so a bench run beside someone's cluster does not give out their pods' addresses."""
+    if not 0 <= index < 256:
+        raise ValueError(f"process kubelet index {index} out of range")
+    return f"127.{200 + os.getpid() % 56}.{index}.0/24"
+
+
+def kubelet_argv(
+    *, server: str, runtime: Runtime, index: int, nodes: int, workdir: Path, max_pods: int,
+    sim_start_delay: float = 0.0, extra: Sequence[str] = (),
+) -> list[str]:  # fmt: skip
+    """The command line of kubelet ``index``: ``nodes`` sim nodes, or one process node."""
+    name = f"kubelet-{index}"
+    common = ("--server", server, "--port", "0", "--state-dir", str(workdir / name),
+              "--cpu", "64", "--memory", "256Gi", "--max-pods", str(max_pods))  # fmt: skip
+    if runtime == "sim":
+        return _py("services.kubelet", *common, "--runtime", "sim", "--nodes", str(nodes),
+                   "--node-name", f"sim{index}", "--sim-start-delay", str(sim_start_delay),
+                   *extra)  # fmt: skip
+    if nodes != 1:
+        raise ValueError("a process kubelet hosts exactly one node")
+    return _py("services.kubelet", *common, "--runtime", "process",
+               "--node-name", f"bench-proc-{index}", "--pod-cidr", process_pod_cidr(index),
+               "--stop-pods-on-exit", "--healthz-port", "0", *extra)  # fmt: skip
+
+
+def kill_leftover_containers(workdir: Path) -> list[int]:
+    """SIGKILL every process whose working directory lies under ``workdir``; their pids.
+
+    A process container's working directory is its pod's directory in the kubelet's state dir
+    (inside ``workdir``), so this finds exactly the containers this run started that a kubelet
+    failed to stop; nothing else works in a fresh bench directory."""
+    root = workdir.resolve()
+    killed = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cwd = (entry / "cwd").resolve(strict=True)
+        except (OSError, RuntimeError):
+            continue
+        if cwd == root or root in cwd.parents:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(int(entry.name), signal.SIGKILL)
+                killed.append(int(entry.name))
+    return killed
+
+
 @contextlib.asynccontextmanager
 async def running_cluster(
     *,
     workdir: Path,
     nodes: int,
     store: str = "sqlite",
+    runtime: Runtime = "sim",
     kubelet_processes: int = 1,
     scheduler: bool = True,
     controller_manager: bool = True,
@@ -259,8 +333,10 @@ async def running_cluster(
     extra_apiserver_args: Sequence[str] = (),
     profile: Collection[str] = (),
 ) -> AsyncIterator[Cluster]:
-    """Start a cluster of ``nodes`` sim nodes (split over ``kubelet_processes`` kubelets) and wait
-    until they are Ready; stop every process on the way out, in reverse order.
+    """Start a cluster of ``nodes`` nodes and wait until they are Ready; stop every process on
+    the way out, in reverse order. ``runtime="sim"``: the nodes are split over
+    ``kubelet_processes`` sim kubelets (``sim_start_delay`` seconds to Running);
+    ``runtime="process"``: one process kubelet per node, containers real OS processes.
 
     ``profile`` names components (``apiserver``, ``scheduler``, ``controller-manager``,
     ``kubelet``) to record with py-spy from the moment the nodes are Ready until the block ends:
@@ -293,19 +369,17 @@ async def running_cluster(
                     "--leader-elect", "false", *quiet),
                 workdir / "controller-manager.log",
             ))  # fmt: skip
-        per_process = [nodes // kubelet_processes + (i < nodes % kubelet_processes)
-                       for i in range(kubelet_processes)]  # fmt: skip
+        processes = nodes if runtime == "process" else kubelet_processes
+        per_process = [nodes // processes + (i < nodes % processes) for i in range(processes)]
         for index, count in enumerate(n for n in per_process if n):
             name = f"kubelet-{index}"
-            await cluster.add(Component(
-                name,
-                _py("services.kubelet", "--server", server, "--runtime", "sim",
-                    "--nodes", str(count), "--node-name", f"sim{index}", "--port", "0",
-                    "--state-dir", str(workdir / name), "--cpu", "64", "--memory", "256Gi",
-                    "--max-pods", str(max_pods), "--sim-start-delay", str(sim_start_delay),
-                    *quiet),
-                workdir / f"{name}.log",
-            ))  # fmt: skip
+            argv = kubelet_argv(server=server, runtime=runtime, index=index, nodes=count,
+                                workdir=workdir, max_pods=max_pods,
+                                sim_start_delay=sim_start_delay, extra=quiet)  # fmt: skip
+            # a process kubelet stops its containers (10 s grace each, in parallel) first
+            stop_within = 30.0 if runtime == "process" else 10.0
+            await cluster.add(Component(name, argv, workdir / f"{name}.log",
+                                        stop_within=stop_within))  # fmt: skip
         if nodes:
             await cluster.wait_nodes_ready(nodes, within=60 + nodes / 10)
         async with contextlib.AsyncExitStack() as profilers:
@@ -316,3 +390,8 @@ async def running_cluster(
             yield cluster
     finally:
         await cluster.stop()
+        if runtime == "process":
+            leftover = await asyncio.to_thread(kill_leftover_containers, workdir)
+            if leftover:
+                log.warning("killed %d container process(es) no kubelet stopped: %s",
+                            len(leftover), leftover)  # fmt: skip

@@ -223,6 +223,8 @@ class Report:
     started: datetime
     quick: bool
     rounds: int
+    store: str | None = None
+    """The store of every kubelite apiserver in the run (None: no kubelite ran, only ceilings)."""
     figures: list[Figure] = field(default_factory=list)
     errors: dict[str, str] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
@@ -244,7 +246,8 @@ async def run_scenarios(
 ) -> Report:
     """Run each scenario in order; a failing one is recorded in ``Report.errors``."""
     say = progress or (lambda _line: None)
-    report = Report(command=command, started=datetime.now(UTC), quick=ctx.quick, rounds=ctx.rounds)
+    report = Report(command=command, started=datetime.now(UTC), quick=ctx.quick, rounds=ctx.rounds,
+                    store=ctx.store)  # fmt: skip
     for scenario in scenarios:
         say(f"[bench] {scenario.name}: {scenario.summary}")
         start = time.perf_counter()
@@ -316,7 +319,8 @@ def render(report: Report) -> str:
     header = line({c: c for c in columns})
     out = [
         f"kubelite bench — {report.started:%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cpu(s), "
-        f"{'quick, ' if report.quick else ''}median of {report.rounds} round(s) [min–max]",
+        f"{'quick, ' if report.quick else ''}median of {report.rounds} round(s) [min–max]"
+        + (f", kubelite store: {report.store}" if report.store else ""),
         f"command: {report.command}",
         header,
         "-" * len(header),
@@ -377,6 +381,7 @@ def as_json(report: Report) -> dict[str, Any]:
         "started": report.started.isoformat(),
         "quick": report.quick,
         "rounds": report.rounds,
+        "store": report.store,
         "machine": machine(),
         "scenario_seconds": report.seconds,
         "figures": figures,

@@ -130,23 +130,34 @@ async def run_watch(ctx: Context) -> list[Figure]:
         for watchers in ceilings.FANOUT_WATCHERS:
             store = _store_url(ctx, f"watch-{index}-{watchers}")
             async with server_process(apiserver_argv(store)) as url:
-                delivered, keeping_up = await ceilings.fanout(
-                    url, watchers=watchers, quick=ctx.quick
-                )
-            values[f"fan-out to {watchers} watchers"] = delivered
-            values[f"keeping up, {watchers} watchers"] = keeping_up
+                fan = await ceilings.fanout(url, watchers=watchers, quick=ctx.quick)
+            values[f"fan-out to {watchers} watchers"] = fan.deliveries_per_s
+            values[f"keeping up, {watchers} watchers"] = fan.keeping_up
+            values[f"closed early, {watchers} watchers"] = fan.closed
         return values
 
     samples = await collect_rounds(once, rounds=ctx.rounds)
-    note = ("keeping up: deliveries/s over watchers x creates/s; 1.00 = no watcher lagged "
-            f"the writes ({ctx.store} store)")  # fmt: skip
-    return [
-        figure("watch", key, unit="share", samples=values,
-               note=note if key == "keeping up, 10 watchers" else "")
-        if key.startswith("keeping")
-        else figure("watch", key, unit="events/s", samples=values, ceiling=f"ceilings/{key}")
-        for key, values in samples.items()
-    ]  # fmt: skip
+    return [_watch_figure(key, values, store=ctx.store) for key, values in samples.items()]
+
+
+_WATCH_UNITS = {"fan-out": "events/s", "keeping": "share", "closed": "watchers"}
+_WATCH_NOTES = {
+    "fan-out": "events the watchers really received, all together, per second (a watcher "
+    "closed early counts what it got), {store} store",
+    "keeping": "delivered/s over watchers x creates/s; 1.00 = every watcher got every event "
+    "as fast as it was written",
+    "closed": "watchers the apiserver closed for falling behind before they had every event",
+}
+
+
+def _watch_figure(key: str, values: list[float], *, store: str) -> Figure:
+    """Unit, ceiling and note (on the first watcher count's rows) of a ``run_watch`` value."""
+    kind = key.split(" ", 1)[0]
+    first = key.endswith(f" {ceilings.FANOUT_WATCHERS[0]} watchers")
+    note = _WATCH_NOTES[kind].format(store=store) if first else ""
+    ceiling = f"ceilings/{key}" if kind == "fan-out" else None
+    return figure("watch", key, unit=_WATCH_UNITS[kind], samples=values, ceiling=ceiling,
+                  note=note)  # fmt: skip
 
 
 def build_registry() -> Registry:
@@ -157,13 +168,15 @@ def build_registry() -> Registry:
                  "creates/gets at saturation, latency at 20 req/s, list of 10k pods"),
         Scenario("watch", "watch", run_watch, "events/s to 10/100/1,000 watchers"),
         Scenario("scheduler-1000x100", "scheduler", scheduler_scenario(pods=1000, nodes=100),
-                 "bench.scheduler backlog: 1,000 pods on 100 nodes"),
+                 "bench.scheduler backlog and stream: 1,000 pods on 100 nodes"),
         Scenario("scheduler-1000x1000", "scheduler", scheduler_scenario(pods=1000, nodes=1000),
-                 "bench.scheduler backlog: 1,000 pods on 1,000 nodes", quick=False),
+                 "bench.scheduler backlog and stream: 1,000 pods on 1,000 nodes", quick=False),
         Scenario("e2e-1000x100", "e2e", rc_scenario(pods=1000, nodes=100),
                  "RC of 1,000 pods on 100 sim nodes until all Running"),
         Scenario("startup-churn", "e2e", startup_scenario(nodes=100),
-                 "pod startup latency at 20 pods/s on 100 sim nodes"),
+                 "pod startup latency at 20 pods/s on 100 sim nodes (0 s start delay)"),
+        Scenario("startup-churn-process", "e2e", startup_scenario(nodes=1, runtime="process"),
+                 "pod startup latency at 20 pods/s, 200 busybox pods on 1 process node"),
         Scenario("e2e-1000x1000", "e2e", rc_scenario(pods=1000, nodes=1000),
                  "RC of 1,000 pods on 1,000 sim nodes", quick=False),
         Scenario("e2e-10000x100", "e2e", rc_scenario(pods=10_000, nodes=100),

@@ -82,7 +82,8 @@ async def test_report_has_medians_ratios_anchors_and_the_failure(tmp_path: Path)
 
     path = write_json(report, tmp_path / "out" / "result.json")
     doc = json.loads(path.read_text())
-    assert set(doc) >= {"command", "started", "machine", "figures", "errors", "rounds"}
+    assert set(doc) >= {"command", "started", "machine", "figures", "errors", "rounds", "store"}
+    assert doc["store"] == "sqlite" and lines[0].endswith("kubelite store: sqlite")
     entry = next(f for f in doc["figures"] if f["key"] == "api/creates/s")
     assert entry["samples"] == [300.0, 100.0, 200.0]
     assert entry["ceiling"] == {"key": "ceilings/plain POST", "median": 1000.0, "ratio": 0.2}
@@ -113,7 +114,8 @@ def test_the_real_suite_starts_with_ceilings_and_keeps_big_runs_out_of_quick() -
     assert names[0] == "ceilings"
     quick = [s.name for s in registry.select(quick=True)]
     assert "scale-1000x30000" not in quick and "e2e-10000x1000" not in quick
-    assert {"api", "watch", "e2e-1000x100", "startup-churn"} <= set(quick)
+    assert {"api", "watch", "e2e-1000x100", "startup-churn", "startup-churn-process"} <= set(quick)
+    assert "scheduler-1000x100" in quick
 
 
 def test_cli_rejects_an_unknown_scenario(capsys: pytest.CaptureFixture[str]) -> None:
@@ -132,7 +134,10 @@ def test_the_benches_the_suite_plugs_in_still_take_its_arguments() -> None:
     inspect.signature(api.measure_fanout).bind("url", watchers=1, events=1, in_flight=1)
     inspect.signature(api.apiserver_argv).bind("memory://")
     inspect.signature(api.server_process).bind(["argv"])
-    inspect.signature(scheduler.run_case).bind(1, 1, "backlog", concurrency=1, workdir=Path())
+    inspect.signature(scheduler.run_case).bind(
+        1, 1, "backlog", concurrency=1, workdir=Path(), store="sqlite"
+    )
     assert {"op", "per_s", "p50_ms", "p99_ms"} <= set(api.Figure.__dataclass_fields__)
-    assert "deliveries_per_s" in api.FanOut.__dataclass_fields__
+    assert {"delivered", "seconds", "closed"} <= set(api.FanOut.__dataclass_fields__)
+    assert {"deliveries_per_s", "keeping_up"} <= set(dir(api.FanOut))
     assert "pods_per_s" in dir(scheduler.Result)
