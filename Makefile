@@ -1,8 +1,10 @@
-# kubelite — every target creates .venv and installs what it needs on first use.
+# kubelite — every target creates .venv and installs what it needs on first use:
+# `up` only what running a cluster needs, the test, lint and bench targets the test extras too.
 PY      ?= python3
 VENV    := .venv
 BIN     := $(VENV)/bin
-STAMP   := $(VENV)/.installed
+STAMP   := $(VENV)/.installed-run
+TEST_STAMP := $(VENV)/.installed-test
 ARGS    ?=
 
 .PHONY: help up test test-fast lint format bench clean system-deps
@@ -13,32 +15,36 @@ help:            ## list targets
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q -e .
 	touch $(STAMP)
+
+$(TEST_STAMP): $(STAMP)
+	$(BIN)/pip install -q -e '.[test]'
+	touch $(TEST_STAMP)
 
 up: $(STAMP)     ## start a local cluster (apiserver, scheduler, controller-manager, 2 kubelets)
 	$(BIN)/kubelite up $(ARGS)
 
-test: $(STAMP) lint system-deps  ## lint, check layering, run every test (slow and e2e included)
+test: $(TEST_STAMP) lint system-deps  ## lint, check layering, run every test (slow and e2e included)
 	$(BIN)/python -m pytest -q $(ARGS)
 
 system-deps:     ## Debian packages the tests need (docker-compose validates the compose file offline)
 	@command -v docker-compose >/dev/null || { apt-get install -y -q docker-compose >/dev/null 2>&1 \
 	  || { apt-get update -q >/dev/null && apt-get install -y -q docker-compose >/dev/null; }; }
 
-test-fast: $(STAMP)  ## every test except the slow ones
+test-fast: $(TEST_STAMP)  ## every test except the slow ones
 	$(BIN)/python -m pytest -q -m 'not slow' $(ARGS)
 
-lint: $(STAMP)   ## ruff + import-linter layering contracts + mypy on api/ store/ client/
+lint: $(TEST_STAMP)   ## ruff + import-linter layering contracts + mypy on api/ store/ client/
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 
-format: $(STAMP) ## ruff format + autofix
+format: $(TEST_STAMP) ## ruff format + autofix
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-bench: $(STAMP)  ## run the benchmarks and print ratio tables
+bench: $(TEST_STAMP)  ## run the benchmarks and print ratio tables
 	$(BIN)/python -m bench $(ARGS)
 
 clean:           ## remove the venv, caches and local state
