@@ -37,6 +37,7 @@ from services.apiserver.context import CONTEXT, ApiContext, ServerOptions
 from services.apiserver.discovery import setup_discovery
 from services.apiserver.eventttl import sweep_events
 from services.apiserver.health import setup_health
+from services.apiserver.inflight import InflightLimits, limit_inflight
 from services.apiserver.middleware import log_malformed_requests, status_errors
 from services.apiserver.proxy import setup_proxy
 from services.apiserver.rest import setup_rest
@@ -76,7 +77,15 @@ def make_app(
                 capacity=options.watch_cache_capacity,
                 queue_size=options.watch_queue_size,
             )
-    app = web.Application(middlewares=[status_errors], client_max_size=MAX_BODY_BYTES + 1)
+    inflight = InflightLimits(
+        max_read_only=options.max_requests_inflight,
+        max_mutating=options.max_mutating_requests_inflight,
+    )
+    # status_errors outermost: it renders the 429 that limit_inflight raises.
+    app = web.Application(
+        middlewares=[status_errors, limit_inflight(inflight)],
+        client_max_size=MAX_BODY_BYTES + 1,
+    )
     app[CONTEXT] = ctx
     app.cleanup_ctx.append(log_malformed_requests)
     app.cleanup_ctx.append(_store_lifetime)

@@ -44,6 +44,15 @@ class ServerOptions:
     """Seconds between BOOKMARK events on an idle watch that asked for them."""
     min_request_timeout: float = 1800.0
     """A watch without ``timeoutSeconds`` ends after 1-2x this many seconds, as in Kubernetes."""
+    max_requests_inflight: int = 400
+    """Read-only requests served at once before 429 (``--max-requests-inflight``; 0 = no limit)."""
+    max_mutating_requests_inflight: int = 200
+    """Mutating requests served at once before 429 (``--max-mutating-requests-inflight``)."""
+    request_header_timeout: float = 32.0
+    """Seconds a connection gets to send a whole request head, and to stay idle between requests."""
+    max_open_connections: int | None = None
+    """Open connections before new ones are refused with 503; None = sized from RLIMIT_NOFILE,
+    0 = no limit (``--max-open-connections``)."""
     immortal_namespaces: tuple[str, ...] = ("default", "kube-system", "kube-public")
     initial_namespaces: tuple[str, ...] = (
         "default",
@@ -57,6 +66,12 @@ class ServerOptions:
             raise ValueError("event TTL, compaction window and interval must be positive")
         if self.watch_cache_capacity < 1 or self.watch_queue_size < 1:
             raise ValueError("watch cache capacity and queue size must be positive")
+        if self.max_requests_inflight < 0 or self.max_mutating_requests_inflight < 0:
+            raise ValueError("in-flight request limits must be >= 0 (0 means no limit)")
+        if self.request_header_timeout <= 0:
+            raise ValueError("the request header timeout must be positive")
+        if self.max_open_connections is not None and self.max_open_connections < 0:
+            raise ValueError("the open connection limit must be >= 0 (0 means no limit)")
 
 
 @dataclass

@@ -24,6 +24,12 @@ import uvloop
 from aiohttp import web
 
 from services.apiserver.app import make_app
+from services.apiserver.connections import (
+    HEADER_TIMEOUT,
+    CappedTCPSite,
+    ConnectionCap,
+    default_max_connections,
+)
 from services.apiserver.context import ServerOptions
 
 __all__ = ["main", "parse_args", "serve"]
@@ -52,6 +58,16 @@ def _port(text: str) -> int:
     value = int(text)
     if not 0 <= value <= 65535:
         raise argparse.ArgumentTypeError(f"port {value} is out of range 0-65535")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid count {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative (0 means no limit)")
     return value
 
 
@@ -115,6 +131,35 @@ def build_parser() -> argparse.ArgumentParser:
         help="events kept in memory per resource for resuming watches (default: 10000)",
     )
     p.add_argument(
+        "--max-requests-inflight",
+        type=_count,
+        default=400,
+        help="read-only requests served at once; more are answered 429 with Retry-After. "
+        "Watches and other long-running requests are not counted. 0 = no limit (default: 400)",
+    )
+    p.add_argument(
+        "--max-mutating-requests-inflight",
+        type=_count,
+        default=200,
+        help="mutating requests (POST, PUT, PATCH, DELETE) served at once; more are answered "
+        "429 with Retry-After. 0 = no limit (default: 200)",
+    )
+    p.add_argument(
+        "--request-header-timeout",
+        type=parse_duration,
+        default=HEADER_TIMEOUT,
+        help="time a connection gets to send a whole request head, and to stay idle between "
+        "requests, before it is closed (default: 32s, kube-apiserver's)",
+    )
+    p.add_argument(
+        "--max-open-connections",
+        type=_count,
+        default=None,
+        help="open client connections; more are answered 503 with Retry-After and closed. "
+        "0 = no limit (default: sized from the open-files limit, "
+        f"now {default_max_connections()})",
+    )
+    p.add_argument(
         "--log-level",
         default="INFO",
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
@@ -141,6 +186,10 @@ def parse_args(argv: Sequence[str]) -> tuple[ServerOptions, argparse.Namespace]:
             compaction_window=args.compaction_window,
             compaction_interval=args.compaction_interval,
             watch_cache_capacity=args.watch_cache_size,
+            max_requests_inflight=args.max_requests_inflight,
+            max_mutating_requests_inflight=args.max_mutating_requests_inflight,
+            request_header_timeout=args.request_header_timeout,
+            max_open_connections=args.max_open_connections,
         )
     except ValueError as exc:
         parser.error(str(exc))
@@ -155,14 +204,25 @@ async def serve(options: ServerOptions, *, access_log: bool = False) -> None:
         handler_cancellation=True,
         shutdown_timeout=5.0,
         access_log=logging.getLogger("aiohttp.access") if access_log else None,
+        keepalive_timeout=options.request_header_timeout,  # see connections.HEADER_TIMEOUT
     )
+    limit = options.max_open_connections
+    cap = ConnectionCap(limit=default_max_connections() if limit is None else limit)
     await runner.setup()
     try:
-        site = web.TCPSite(runner, options.bind_address, options.port, reuse_address=True)
+        site = CappedTCPSite(runner, options.bind_address, options.port, cap=cap)
         await site.start()
         port = runner.addresses[0][1] if runner.addresses else options.port
         print(READY_LINE.format(host=options.bind_address, port=port), file=sys.stderr, flush=True)
         log.info("store %s; state dir %s", options.store_url, options.state_dir)
+        log.info(
+            "limits: %s read-only and %s mutating requests in flight, %s open connections "
+            "(0 = none), %.0f s for a request head",
+            options.max_requests_inflight,
+            options.max_mutating_requests_inflight,
+            cap.limit,
+            options.request_header_timeout,
+        )
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
