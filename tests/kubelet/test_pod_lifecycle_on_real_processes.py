@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
+from importlib.metadata import version
 from typing import Any
 
 import aiohttp
@@ -96,7 +97,7 @@ async def test_nginx_pod_answers_http_on_its_pod_ip(cluster: Cluster) -> None:
     await follow_log_until(cluster, "web", "start worker processes")
     async with aiohttp.ClientSession() as session, session.get(f"http://{ip}:80/") as resp:
         assert resp.status == 200
-        assert resp.headers["Server"].startswith("nginx/")
+        assert resp.headers["Server"] == f"kubelite-webserver/{version('kubelite')}"
         assert "Welcome to nginx!" in await resp.text()
     await follow_log_until(cluster, "web", '"GET / HTTP/1.1" 200')  # nginx's access log
 

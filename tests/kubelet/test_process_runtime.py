@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from importlib.metadata import version
 from pathlib import Path
 
 import aiohttp
@@ -165,7 +166,7 @@ async def test_nginx_image_serves_the_welcome_page_on_the_pod_ip(
     await _wait_for_line(process_runtime, record, "start worker processes")
     async with aiohttp.ClientSession() as session, session.get(f"http://{ip}:80/") as resp:
         assert resp.status == 200
-        assert resp.headers["Server"].startswith("nginx/")
+        assert resp.headers["Server"] == f"kubelite-webserver/{version('kubelite')}"
         assert "Welcome to nginx!" in await resp.text()
     done = await process_runtime.stop_container(record.container_id, grace_period=10)
     assert done.exit_code == 0

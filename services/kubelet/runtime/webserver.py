@@ -1,10 +1,13 @@
-"""The built-in static web server the image catalog runs for ``nginx`` images.
+"""kubelite's built-in static web server: what the image catalog runs for ``nginx`` images.
 
-It behaves enough like the stock nginx image for what people do with it in a tutorial: it binds
-the pod's IP (``POD_IP``) on the container port (``KUBELITE_PORT``, else 80), answers ``/`` and
-``/index.html`` with nginx's welcome page, files under ``./html`` (the container's working
-directory) when present, a 404 page otherwise, writes nginx-style access log lines to stdout and
-exits 0 on SIGTERM/SIGQUIT (nginx's graceful shutdown).
+It is not nginx, and says so: its ``Server`` header is ``kubelite-webserver/<kubelite version>``
+whatever tag the pod asked for (``nginx:1.25`` and ``nginx:1.27`` run the same program). It
+stands in for the stock nginx image in what people do with it in a tutorial: it binds the pod's
+IP (``POD_IP``) on the container port (``KUBELITE_PORT``, else 80), answers ``/`` and
+``/index.html`` with a page headed like nginx's welcome page (scripts look for "Welcome to
+nginx!"), files under ``./html`` (the container's working directory) when present, a 404 page
+otherwise, writes nginx-style access log lines to stdout and exits 0 on SIGTERM/SIGQUIT
+(nginx's graceful shutdown). No configuration files, no proxying, no TLS, HTTP/1.1 only.
 
 Run as a script with the standard library only; never imported by the kubelet.
 """
@@ -17,9 +20,18 @@ import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-VERSION = os.environ.get("NGINX_VERSION", "1.27.0")
+
+def _software() -> str:
+    try:
+        return f"kubelite-webserver/{version('kubelite')}"
+    except PackageNotFoundError:  # run from a tree that was never installed
+        return "kubelite-webserver"
+
+
+SOFTWARE = _software()
 
 WELCOME = b"""<!DOCTYPE html>
 <html>
@@ -33,28 +45,28 @@ font-family: Tahoma, Verdana, Arial, sans-serif; }
 </head>
 <body>
 <h1>Welcome to nginx!</h1>
-<p>If you see this page, the nginx web server is successfully installed and
-working. Further configuration is required.</p>
+<p>If you see this page, the pod is running and serving on its IP. This is not nginx:
+kubelite runs its own small static web server for every <code>nginx</code> image.</p>
 
-<p>For online documentation and support please refer to the nginx documentation.</p>
-
-<p><em>Thank you for using nginx.</em></p>
+<p>Put files under <code>html/</code> in the container's working directory to serve them.</p>
 </body>
 </html>
 """
 
 NOT_FOUND = (
     b"<html>\r\n<head><title>404 Not Found</title></head>\r\n<body>\r\n"
-    b"<center><h1>404 Not Found</h1></center>\r\n<hr><center>nginx/"
-    + VERSION.encode()
+    b"<center><h1>404 Not Found</h1></center>\r\n<hr><center>"
+    + SOFTWARE.encode()
     + b"</center>\r\n</body>\r\n</html>\r\n"
 )
 
 
 class Handler(BaseHTTPRequestHandler):
-    server_version = f"nginx/{VERSION}"
-    sys_version = ""
+    server_version = SOFTWARE
     protocol_version = "HTTP/1.1"
+
+    def version_string(self) -> str:
+        return SOFTWARE  # not "<server_version> Python/3.x"
 
     def _body(self) -> tuple[int, bytes, str]:
         path = self.path.split("?", 1)[0]
@@ -116,7 +128,7 @@ def main() -> int:
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGQUIT, stop)
     stamp = time.strftime("%Y/%m/%d %H:%M:%S")
-    sys.stderr.write(f"{stamp} [notice] 1#1: nginx/{VERSION}\n")
+    sys.stderr.write(f"{stamp} [notice] 1#1: {SOFTWARE}, standing in for the nginx image\n")
     sys.stderr.write(f"{stamp} [notice] 1#1: start worker processes on {host}:{port}\n")
     sys.stderr.flush()
     server.serve_forever(poll_interval=0.1)
