@@ -1,9 +1,13 @@
 """Test harness: a real controller-manager process, and watchers that await cluster states.
 
 * ``ControllerManagerProcess(server=..., log_path=...)``: ``python -m
-  services.controller_manager`` with short leader-election timings (so a SIGKILLed leader is
-  replaced within seconds) and /healthz on a free port; ``start()``, ``kill()`` (SIGKILL),
-  ``stop()`` (SIGTERM, returns the exit code).
+  services.controller_manager`` with Kubernetes' leader-election timings (15 s lease, 10 s
+  renew deadline, 2 s retry period) and /healthz on a free port; ``start()``, ``kill()``
+  (SIGKILL), ``stop()`` (SIGTERM, returns the exit code). The timings are deliberately not
+  shortened: a leader that loses its lease exits, and with a 2 s renew deadline a loaded machine
+  lost it in the middle of tests about something else. A test of a takeover awaits the Lease
+  changing hands on a watch; after SIGTERM the lease is released and the standby takes it
+  within a retry period, after SIGKILL the successor waits the 15 s lease out.
 * ``Watcher(client, rt, ...)``: an informer in the test process. ``await
   watcher.wait_until(predicate, what=...)`` re-evaluates ``predicate(objects)`` after every
   watch event and returns as soon as it holds — no sleeping, no polling; ``within`` is only a
@@ -65,12 +69,6 @@ class ControllerManagerProcess:
             self.server,
             "--healthz-port",
             str(self.healthz_port),
-            "--leader-elect-lease-duration",
-            "3s",
-            "--leader-elect-renew-deadline",
-            "2s",
-            "--leader-elect-retry-period",
-            "0.5s",
             *self.args,
         ]
 
