@@ -7,7 +7,7 @@ STAMP   := $(VENV)/.installed-run
 TEST_STAMP := $(VENV)/.installed-test
 ARGS    ?=
 
-.PHONY: help up test test-fast lint format bench clean system-deps
+.PHONY: help install up test test-fast lint format bench clean system-deps
 
 help:            ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*##/\t/'
@@ -21,6 +21,8 @@ $(STAMP): pyproject.toml
 $(TEST_STAMP): $(STAMP)
 	$(BIN)/pip install -q -e '.[test]'
 	touch $(TEST_STAMP)
+
+install: $(STAMP)  ## create .venv and install kubelite (what running a cluster needs, no test tools)
 
 up: $(STAMP)     ## start a local cluster (apiserver, scheduler, controller-manager, 2 kubelets)
 	$(BIN)/kubelite up $(ARGS)

@@ -36,6 +36,12 @@ def test_make_up_creates_the_venv_and_installs_the_package_without_extras() -> N
     assert commands[-1].startswith(".venv/bin/kubelite up")
 
 
+def test_make_install_is_the_same_install_without_starting_anything() -> None:
+    commands = planned("install")
+    assert pip_installs(commands) == ["."]
+    assert not any("kubelite up" in c for c in commands)
+
+
 @pytest.mark.parametrize("target", ["test", "test-fast", "lint", "bench"])
 def test_test_lint_and_bench_targets_install_the_test_extras(target: str) -> None:
     commands = planned(target)
