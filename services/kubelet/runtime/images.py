@@ -10,6 +10,11 @@ digest dropped, missing tag read as ``latest`` — and returns the first matchin
 image is present once pulled on this node (recorded in ``<state-dir>/images.json`` so it
 survives restarts). Pulls are instantaneous; only the wording and events differ by policy.
 
+The built-in catalog runs host programs, not images: ``nginx`` is kubelite's own static web
+server (``webserver.py``, ``Server: kubelite-webserver/<version>``), ``busybox``/``alpine``/
+``debian``/``ubuntu`` the host's ``sh`` and commands, ``python`` the kubelet's own interpreter,
+``pause`` ``sleep infinity`` — whatever the tag says (``images.yaml`` and the README say the same).
+
 Not provided: layers, registries, credentials, sizes that mean anything.
 """
 
