@@ -172,6 +172,8 @@ def _load_yaml_documents(body: bytes) -> list[Any]:
         documents = []
         while loader.check_node():
             node = loader.get_node()
+            if node is None:
+                break
             _check_aliasing(node)
             documents.append(loader.construct_document(node))
         return documents
