@@ -8,6 +8,7 @@ What it owns:
 * ``read_object`` / ``read_patch``: read a request body (at most ``MAX_BODY_BYTES``, else 413
   ``RequestEntityTooLarge``), decode JSON or YAML objects (415 for other media types, 400 for
   malformed input or a body that is not an object), and patch bodies by their patch content type.
+  Lone UTF-16 surrogates in strings are read as U+FFFD, as Go's decoder reads them.
 * ``json_response`` / ``dumps``: compact JSON with ``Content-Type: application/json`` whatever the
   client asked for (protobuf-preferring clients accept JSON, as they do from a real apiserver).
   Each response body ends with a newline, as kube-apiserver's (Go's ``json.Encoder.Encode``
@@ -35,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import json
+import re
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -149,7 +151,10 @@ def decode_document(body: bytes, *, media_type: str) -> Any:
         raise BadRequest("the request body is empty: an object is required")
     if media_type in ("", JSON_CONTENT_TYPE) or media_type.endswith("+json"):
         try:
-            return json.loads(body, parse_constant=_no_constants)
+            value = json.loads(body, parse_constant=_no_constants)
+            if _SURROGATE_ESCAPE.search(body):
+                value = _without_lone_surrogates(value)
+            return value
         except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             if media_type and media_type != JSON_CONTENT_TYPE:
                 raise BadRequest(f"error decoding patch: {exc}") from None
@@ -163,6 +168,22 @@ def decode_document(body: bytes, *, media_type: str) -> Any:
         return _as_json(docs[0], path="")
     except (yaml.YAMLError, UnicodeDecodeError, RecursionError) as exc:
         raise BadRequest(f"error decoding YAML: {_one_line(exc)}") from None
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _without_lone_surrogates(value: Any) -> Any:
+    """Lone UTF-16 surrogates (``"\\ud800"`` alone) as U+FFFD, as Go's JSON decoder reads them:
+    such strings cannot be encoded as UTF-8, so they could be neither stored nor sent back."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_without_lone_surrogates(k): _without_lone_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_lone_surrogates(v) for v in value]
+    return value
 
 
 def _load_yaml_documents(body: bytes) -> list[Any]:
@@ -237,12 +258,17 @@ _JsonishLoader.yaml_implicit_resolvers = {
 def _as_json(value: Any, *, path: str) -> Any:
     """Map a YAML value onto JSON: keys become strings; anything JSON cannot hold is a 400."""
     if isinstance(value, dict):
-        return {str(k): _as_json(v, path=f"{path}.{k}") for k, v in value.items()}
+        return {
+            _without_lone_surrogates(str(k)): _as_json(v, path=f"{path}.{k}")
+            for k, v in value.items()
+        }
     if isinstance(value, list):
         return [_as_json(v, path=f"{path}[{i}]") for i, v in enumerate(value)]
     if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
         raise BadRequest(f"error decoding YAML: {path.lstrip('.')}: {value} is not a JSON number")
-    if value is None or isinstance(value, str | int | float | bool):
+    if isinstance(value, str):
+        return _without_lone_surrogates(value)
+    if value is None or isinstance(value, int | float | bool):
         return value
     raise BadRequest(
         f"error decoding YAML: {path.lstrip('.')}: a {type(value).__name__} has no JSON form"

@@ -200,3 +200,36 @@ async def test_malformed_shapes_in_patches_are_4xx_not_500(api: Api) -> None:
             status, out = await api.patch(path, patch, kind=kind)
             assert 400 <= status < 500, (path, patch, kind, out)
     await still_serving(api)
+
+
+@pytest.mark.parametrize(
+    ("raw", "content_type", "code"),
+    [
+        (b'{"metadata":{"name":"p","annotations":{"a":"x\\ud800y"}},', "application/json", 201),
+        (b'{"metadata":{"name":"p","annotations":{"a":"x\\udfffy"}},', "", 201),
+        (b'{"metadata":{"name":"p","annotations":{"\\udfff":"x"}},', "application/json", 422),
+        (b'metadata: {name: p, annotations: {a: "x\\ud800y"}}\n', "application/yaml", 201),
+    ],
+    ids=["json value", "no content type", "json key", "yaml"],
+)
+async def test_lone_surrogates_read_as_replacement_characters(
+    api: Api, raw: bytes, content_type: str, code: int
+) -> None:
+    """Go's JSON decoder reads a lone ``\\ud800`` as U+FFFD; before, storing it was a 500."""
+    if raw.startswith(b"{"):
+        raw += b'"spec":{"containers":[{"name":"c","image":"x"}]}}'
+    else:
+        raw += b"spec: {containers: [{name: c, image: x}]}\n"
+    status, out = await api.post(PODS, raw=raw, headers={"Content-Type": content_type})
+    assert status == code, out
+    if code != 201:
+        return  # an annotation key of U+FFFD is invalid, as in Kubernetes
+    assert out["metadata"]["annotations"]["a"] == "x\ufffdy"
+    status, out = await api.request(
+        "PATCH",
+        f"{PODS}/p",
+        raw=b'{"metadata":{"annotations":{"b":"\\udc00"}}}',
+        content_type="application/merge-patch+json",
+    )
+    assert status == 200, out
+    assert out["metadata"]["annotations"]["b"] == "\ufffd"

@@ -248,3 +248,22 @@ async def test_hostile_get_and_delete_queries_get_4xx(
             await api.create_pod("p")
     assert logged_internal_errors(internal_errors) == []
     await assert_serving(api)
+
+
+async def test_hostile_write_queries_get_4xx(
+    api: Api, internal_errors: pytest.LogCaptureFixture
+) -> None:
+    pods = "/api/v1/namespaces/default/pods"
+    await api.create_pod("p")
+    values = HOSTILE_NUMBERS + HOSTILE_SELECTORS + ["Strict", "All", ""]
+    for value in values:
+        for param in ("fieldValidation", "dryRun", "fieldManager", "pretty", "force"):
+            q = f"{param}={quote(value)}"
+            status, body = await api.post(f"{pods}?{q}", {"metadata": {"generateName": "g-"}})
+            assert_status_4xx(status, body, f"POST {pods}?{q}")
+            status, body = await api.patch(f"{pods}/p?{q}", {"metadata": {"labels": {"a": "b"}}})
+            assert_status_4xx(status, body, f"PATCH {pods}/p?{q}")
+            status, body = await api.patch(f"{pods}/p/status?{q}", {"status": {}})
+            assert_status_4xx(status, body, f"PATCH {pods}/p/status?{q}")
+    assert logged_internal_errors(internal_errors) == []
+    await assert_serving(api)
