@@ -64,6 +64,8 @@ def _open_sqlite(location: str, options: dict[str, str]) -> Store:
             f"store option synchronous={synchronous!r}: expected one of {', '.join(SYNCHRONOUS_MODES)}"
         )
     kwargs = {name: _int_option(name, raw) for name, raw in options.items()}
+    if location.startswith("//"):  # sqlite:////abs/path.db: one leading slash is the path's
+        location = "/" + location.lstrip("/")
     return SqliteStore(location, synchronous=synchronous, **kwargs)
 
 

@@ -43,6 +43,7 @@ __all__ = [
     "Store",
     "StoreClosed",
     "StoreError",
+    "StoreFailed",
     "WatchOverflow",
 ]
 
@@ -130,6 +131,21 @@ class Compacted(StoreError):
 
 class StoreClosed(StoreError):
     """The store was closed; watches end with this."""
+
+
+class StoreFailed(StoreClosed):
+    """The store cannot go on: its storage is damaged, unreadable or cannot be written.
+
+    Raised when a store is opened over such storage, and by every call after a backend found
+    its storage damaged while running (watches end with it too). Retrying cannot help, so it is
+    a ``StoreClosed``: loops that stop on a closed store stop on this as well. ``str()`` is one
+    line saying what is wrong and what to do.
+    """
+
+    def __init__(self, problem: str, *, remedy: str) -> None:
+        super().__init__(f"{problem}; {remedy}")
+        self.problem = problem
+        self.remedy = remedy
 
 
 class WatchOverflow(StoreError):

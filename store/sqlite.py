@@ -27,14 +27,25 @@ The newest row is never compacted (even a tombstone), so the revision counter â€
 survives a restart without a counter row to rewrite on every commit.
 
 One process only: the file is locked (``<path>-lock``, ``flock``) while open; a second opener
-fails with ``StoreError`` instead of corrupting the revision sequence. Not for network
+fails with ``StoreFailed`` instead of corrupting the revision sequence. Not for network
 filesystems.
+
+Damaged or unusable files are refused, not retried. Opening checks, before anything is served,
+that the path is a file in an existing directory, that the file is a SQLite database
+(``PRAGMA quick_check``, which reads every page: a few milliseconds per MB), and that it can be
+written (one small committed write to ``meta``); any failure is a ``StoreFailed`` whose message
+says in one line what is wrong and what to do. A file found damaged while running (SQLite's
+``SQLITE_CORRUPT`` / ``SQLITE_NOTADB`` on any read or write) fails the store for good: that call
+and every later one raise ``StoreFailed``, the watches end with it, and it is logged once.
+Other SQLite errors while running (a full disk, a busy timeout) fail only the call at hand, as
+``StoreError``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import errno
 import fcntl
 import functools
 import logging
@@ -53,6 +64,7 @@ from store.base import (
     ListResult,
     StoreClosed,
     StoreError,
+    StoreFailed,
 )
 from store.record import Op, Record, WriteKind, next_record, prefix_end
 from store.watchhub import DEFAULT_WATCH_BUFFER, WatchHub
@@ -95,6 +107,20 @@ CREATE TABLE IF NOT EXISTS meta (
 );
 """
 
+_SQLITE_PERM: Final = 3
+_SQLITE_READONLY: Final = 8
+_SQLITE_CORRUPT: Final = 11
+_SQLITE_CANTOPEN: Final = 14
+_SQLITE_NOTADB: Final = 26
+
+_MOVE_ASIDE: Final = (
+    "move it aside (with its -wal and -shm files) or restore a backup, then start again"
+)
+_MAKE_WRITABLE: Final = (
+    "make the file and its directory writable for this user, or choose another location "
+    "(--state-dir or --store)"
+)
+
 _COLUMNS: Final = "id, name, created, deleted, create_revision, prev_revision, value, old_value"
 
 _LATEST_SQL: Final = f"SELECT {_COLUMNS} FROM kv WHERE name = ? ORDER BY id DESC LIMIT 1"
@@ -135,6 +161,73 @@ def _row(record: Record) -> tuple[Any, ...]:
         record.prev_revision,
         record.value,
         record.old_value,
+    )
+
+
+def _primary_code(err: sqlite3.Error) -> int | None:
+    code = getattr(err, "sqlite_errorcode", None)
+    return code & 0xFF if isinstance(code, int) else None
+
+
+def _damage(err: sqlite3.Error) -> StoreFailed | None:
+    """The ``StoreFailed`` for an error that means the file is damaged; None for any other."""
+    code = _primary_code(err)
+    text = str(err)
+    if code == _SQLITE_NOTADB or "file is not a database" in text:
+        return StoreFailed(f"the file is not a SQLite database ({text})", remedy=_MOVE_ASIDE)
+    if code == _SQLITE_CORRUPT or "malformed" in text:
+        return StoreFailed(f"the database is damaged ({text})", remedy=_MOVE_ASIDE)
+    return None
+
+
+def _open_failure(path: str, err: sqlite3.Error | OSError) -> StoreFailed:
+    """One line for an error met while opening ``path``: what is wrong and what to do."""
+    if isinstance(err, OSError):
+        what = err.strerror or str(err)
+        where = err.filename or path
+        if isinstance(err, PermissionError) or err.errno in (errno.EROFS, errno.EACCES):
+            return StoreFailed(f"cannot write {where} ({what})", remedy=_MAKE_WRITABLE)
+        return StoreFailed(
+            f"cannot open {where} ({what})",
+            remedy="check the path and its directory, or choose another location",
+        )
+    damage = _damage(err)
+    if damage is not None:
+        return damage
+    if _primary_code(err) in (_SQLITE_READONLY, _SQLITE_PERM, _SQLITE_CANTOPEN):
+        return StoreFailed(f"the file cannot be opened for writing ({err})", remedy=_MAKE_WRITABLE)
+    return StoreFailed(
+        f"the file cannot be used ({err})",
+        remedy="check the file and its directory, or choose another location",
+    )
+
+
+def _check_path(path: str) -> None:
+    """Refuse a path that cannot hold the database file, before SQLite reports it vaguely."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        problem = "is not a directory" if os.path.exists(directory) else "does not exist"
+        raise StoreFailed(
+            f"its directory {directory} {problem}",
+            remedy="create the directory or choose another location (--state-dir or --store)",
+        )
+    if os.path.isdir(path):
+        raise StoreFailed(
+            "the path is a directory, not a database file",
+            remedy="choose a file path (--store sqlite:///dir/kubelite.db) or another --state-dir",
+        )
+
+
+def _quick_check(conn: sqlite3.Connection) -> None:
+    """Read every page once (``PRAGMA quick_check``); a damaged file raises ``StoreFailed``."""
+    rows = [str(row[0]) for row in conn.execute("PRAGMA quick_check(1)")]
+    if rows == ["ok"]:
+        return
+    lines = [line for row in rows for line in row.splitlines() if not line.startswith("***")]
+    first = lines[0] if lines else "unknown problem"
+    raise StoreFailed(
+        f"the database is damaged (database disk image is malformed: {first})",
+        remedy=_MOVE_ASIDE,
     )
 
 
@@ -200,15 +293,29 @@ class SqliteStore:
         self.path = os.fspath(path)
         self.synchronous = synchronous
         self._busy_timeout_ms = busy_timeout_ms
-        self._lock_fd = self._lock(self.path)
+        _check_path(self.path)
+        try:
+            self._lock_fd = self._lock(self.path)
+        except OSError as err:
+            raise _open_failure(self.path, err) from None
         try:
             self._writer_conn = self._connect()
-            self._init_schema(self._writer_conn)
-            self._revision = _scalar(self._writer_conn, _REVISION_SQL)
-            self._compacted = _scalar(self._writer_conn, _COMPACTED_SQL)
+            try:
+                self._init_schema(self._writer_conn)
+                _quick_check(self._writer_conn)
+                self._revision = _scalar(self._writer_conn, _REVISION_SQL)
+                self._compacted = _scalar(self._writer_conn, _COMPACTED_SQL)
+                self._probe_write(self._writer_conn)
+            except BaseException:
+                self._writer_conn.close()
+                raise
+        except sqlite3.Error as err:
+            os.close(self._lock_fd)
+            raise _open_failure(self.path, err) from None
         except BaseException:
             os.close(self._lock_fd)
             raise
+        self._failed: StoreFailed | None = None
         self._hub = WatchHub(capacity=watch_buffer)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
@@ -235,7 +342,10 @@ class SqliteStore:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            raise StoreError(f"{path} is already open in another process") from None
+            raise StoreFailed(
+                "it is already open in another process (another apiserver?)",
+                remedy="stop that process, or give this one another --state-dir or --store",
+            ) from None
         return fd
 
     def _connect(self) -> sqlite3.Connection:
@@ -252,9 +362,37 @@ class SqliteStore:
         conn.execute(f"PRAGMA synchronous = {self.synchronous}")
         conn.executescript(_SCHEMA)
 
+    @staticmethod
+    def _probe_write(conn: sqlite3.Connection) -> None:
+        """One committed write, so an unwritable file is refused at start-up, not at first use."""
+        conn.execute(
+            "INSERT INTO meta (key, value) VALUES ('opened_at', CAST(strftime('%s', 'now') AS INT))"
+            " ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+        )
+
+    def _sqlite_error(self, err: sqlite3.Error) -> StoreError:
+        """The store error for ``err`` (on the loop): damage fails the whole store."""
+        damage = _damage(err)
+        if damage is None:
+            failure = StoreError(f"SQLite error: {err}")
+            failure.__cause__ = err
+            return failure
+        self._fail(damage)
+        return damage
+
+    def _fail(self, failure: StoreFailed) -> None:
+        """On the loop: refuse every later call and end the watches with ``failure``; once."""
+        if self._failed is not None:
+            return
+        self._failed = failure
+        log.error("store %s failed: %s", self.path, failure)
+        self._hub.close(error=failure)
+
     # -- the loop side -----------------------------------------------------------------------
 
     def _bind_loop(self) -> asyncio.AbstractEventLoop:
+        if self._failed is not None:
+            raise self._failed
         if self._closed:
             raise StoreClosed("store closed")
         loop = asyncio.get_running_loop()
@@ -266,7 +404,10 @@ class SqliteStore:
 
     async def _read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         loop = self._bind_loop()
-        return await loop.run_in_executor(self._readers, self._with_reader, fn)
+        try:
+            return await loop.run_in_executor(self._readers, self._with_reader, fn)
+        except sqlite3.Error as err:
+            raise self._sqlite_error(err) from None
 
     async def _write(self, op: Op) -> KeyValue:
         loop = self._bind_loop()
@@ -278,7 +419,10 @@ class SqliteStore:
         loop = self._bind_loop()
         future: asyncio.Future[T] = loop.create_future()
         self._jobs.put(_Task(fn, future))
-        return await future
+        try:
+            return await future
+        except sqlite3.Error as err:
+            raise self._sqlite_error(err) from None
 
     def _deliver(
         self, outcomes: list[tuple[_Write, KeyValue | BaseException]], records: list[Record]
@@ -372,7 +516,10 @@ class SqliteStore:
                 raise
         except Exception as err:
             log.error("store commit of %d write(s) failed: %s; none applied", len(group), err)
-            failure = StoreError(f"commit failed: {err}")
+            damage = _damage(err) if isinstance(err, sqlite3.Error) else None
+            if damage is not None:
+                self._post(self._fail, damage)
+            failure = damage or StoreError(f"commit failed: {err}")
             failure.__cause__ = err
             self._post(self._deliver, [(write, failure) for write in group], [])
             return
@@ -399,7 +546,10 @@ class SqliteStore:
             result = task.fn(conn)
         except BaseException as err:
             if conn.in_transaction:
-                conn.execute("ROLLBACK")
+                try:
+                    conn.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass  # a damaged file may refuse even that; the error below says why
             self._post(self._settle, task.future, None, err)
         else:
             self._post(self._settle, task.future, result, None)

@@ -97,6 +97,7 @@ class WatchHub:
         self._capacity = capacity
         self._subscriptions: set[_Subscription] = set()
         self._closed = False
+        self._close_error: StoreClosed | None = None
 
     @property
     def watch_count(self) -> int:
@@ -122,11 +123,17 @@ class WatchHub:
             if added:
                 sub.wake()
 
-    def close(self) -> None:
-        """End every watch with ``StoreClosed``; later watches fail at once."""
+    def close(self, *, error: StoreClosed | None = None) -> None:
+        """End every watch with ``error`` (default ``StoreClosed``); later watches fail at once.
+
+        Only the first call counts, so a store that failed and is then closed keeps its reason.
+        """
+        if self._closed:
+            return
         self._closed = True
+        self._close_error = error
         for sub in self._subscriptions:
-            sub.fail(StoreClosed("store closed"))
+            sub.fail(error or StoreClosed("store closed"))
         self._subscriptions.clear()
 
     async def watch(
@@ -134,7 +141,7 @@ class WatchHub:
     ) -> AsyncIterator[Event]:
         """Back-filled then live events under ``prefix`` after ``after_revision``, each once."""
         if self._closed:
-            raise StoreClosed("store closed")
+            raise self._close_error or StoreClosed("store closed")
         sub = _Subscription(prefix)
         self._subscriptions.add(sub)
         last = after_revision

@@ -41,9 +41,10 @@ from services.apiserver.inflight import InflightLimits, limit_inflight
 from services.apiserver.middleware import log_malformed_requests, status_errors
 from services.apiserver.proxy import setup_proxy
 from services.apiserver.rest import setup_rest
+from services.apiserver.storehealth import STORE_HEALTH, StoreHealth, store_failures
 from services.apiserver.watchcache import WatchCache
 from store import keep_window, open_store
-from store.base import Store
+from store.base import Store, StoreFailed
 
 __all__ = ["make_app", "open_configured_store"]
 
@@ -51,11 +52,27 @@ log = logging.getLogger(__name__)
 
 
 def open_configured_store(options: ServerOptions) -> Store:
-    """Open ``options.store_url``, creating the directory of a SQLite file if needed."""
+    """Open ``options.store_url``, creating the directory of a SQLite file if needed.
+
+    Storage that cannot be used (a damaged or unwritable file, a directory that cannot be
+    made) raises ``StoreFailed``, whose message is one line; a malformed URL ``ValueError``.
+    """
     url = options.store_url
     if url.startswith("sqlite://"):
-        path = url[len("sqlite://") :].split("?", 1)[0]
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        location = url[len("sqlite://") :].split("?", 1)[0]
+        if location.startswith("//"):  # sqlite:////abs/path: one leading slash is enough
+            location = "/" + location.lstrip("/")
+        directory = Path(location).parent
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            in_the_way = isinstance(err, (FileExistsError, NotADirectoryError))
+            raise StoreFailed(
+                f"cannot create its directory {directory} ("
+                + ("a file is in the way" if in_the_way else err.strerror or str(err))
+                + ")",
+                remedy="remove what is in the way or choose another --state-dir or --store",
+            ) from None
     return open_store(url)
 
 
@@ -83,10 +100,11 @@ def make_app(
     )
     # status_errors outermost: it renders the 429 that limit_inflight raises.
     app = web.Application(
-        middlewares=[status_errors, limit_inflight(inflight)],
+        middlewares=[status_errors, store_failures, limit_inflight(inflight)],
         client_max_size=MAX_BODY_BYTES + 1,
     )
     app[CONTEXT] = ctx
+    app[STORE_HEALTH] = StoreHealth()
     app.cleanup_ctx.append(log_malformed_requests)
     app.cleanup_ctx.append(_store_lifetime)
     app.cleanup_ctx.append(_bootstrap)
@@ -111,14 +129,21 @@ async def _bootstrap(app: web.Application) -> AsyncIterator[None]:
     yield
 
 
-def _guarded(coro: Coroutine[Any, Any, Any], *, name: str) -> asyncio.Task[Any]:
-    """A named task whose unexpected end is logged loudly (it was meant to run forever)."""
+def _guarded(
+    coro: Coroutine[Any, Any, Any], *, name: str, health: StoreHealth
+) -> asyncio.Task[Any]:
+    """A named task whose unexpected end is logged loudly (it was meant to run forever).
+
+    One that ends because the store failed for good reports that to ``health`` instead.
+    """
 
     def done(task: asyncio.Task[Any]) -> None:
         if task.cancelled():
             return
         exc = task.exception()
-        if exc is not None:
+        if isinstance(exc, StoreFailed):
+            health.report(exc)
+        elif exc is not None:
             log.error("background task %s died: %r", name, exc, exc_info=exc)
         else:
             log.error("background task %s returned; it was meant to run until shutdown", name)
@@ -138,8 +163,9 @@ async def _cancel(tasks: list[asyncio.Task[Any]]) -> None:
 
 async def _watch_caches(app: web.Application) -> AsyncIterator[None]:
     ctx = app[CONTEXT]
+    health = app[STORE_HEALTH]
     tasks = [
-        _guarded(cache.run(), name=f"watch-cache-{cache.rt.plural}")
+        _guarded(cache.run(), name=f"watch-cache-{cache.rt.plural}", health=health)
         for cache in ctx.caches.values()
     ]
     all_ready = asyncio.ensure_future(
@@ -149,6 +175,8 @@ async def _watch_caches(app: web.Application) -> AsyncIterator[None]:
     if all_ready not in done:
         all_ready.cancel()
         await _cancel(tasks)
+        if health.failure is not None:
+            raise health.failure
         raise RuntimeError("a watch cache stopped before it had loaded; see the log above")
     yield
     for cache in ctx.caches.values():
@@ -170,6 +198,7 @@ async def _compactor(app: web.Application) -> AsyncIterator[None]:
             interval=options.compaction_interval,
         ),
         name="store-compactor",
+        health=app[STORE_HEALTH],
     )
     yield
     await _cancel([task])
@@ -181,6 +210,7 @@ async def _event_sweeper(app: web.Application) -> AsyncIterator[None]:
     task = _guarded(
         sweep_events(ctx, ttl=ttl, interval=min(60.0, ttl / 2)),
         name="event-ttl-sweeper",
+        health=app[STORE_HEALTH],
     )
     yield
     await _cancel([task])

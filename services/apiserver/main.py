@@ -31,6 +31,8 @@ from services.apiserver.connections import (
     default_max_connections,
 )
 from services.apiserver.context import ServerOptions
+from services.apiserver.storehealth import STORE_HEALTH
+from store.base import StoreFailed
 
 __all__ = ["main", "parse_args", "serve"]
 
@@ -197,7 +199,11 @@ def parse_args(argv: Sequence[str]) -> tuple[ServerOptions, argparse.Namespace]:
 
 
 async def serve(options: ServerOptions, *, access_log: bool = False) -> None:
-    """Serve until SIGINT/SIGTERM, then shut down in order."""
+    """Serve until SIGINT/SIGTERM, then shut down in order.
+
+    Raises ``StoreFailed`` when the store cannot be used, at start-up or later (the server is
+    shut down first).
+    """
     app = make_app(options)
     runner = web.AppRunner(
         app,
@@ -227,10 +233,17 @@ async def serve(options: ServerOptions, *, access_log: bool = False) -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        await stop.wait()
+        signalled = asyncio.ensure_future(stop.wait())
+        store_failed = asyncio.ensure_future(app[STORE_HEALTH].wait())
+        await asyncio.wait([signalled, store_failed], return_when=asyncio.FIRST_COMPLETED)
+        signalled.cancel()
+        store_failed.cancel()
         log.info("shutting down: ending watches, stopping background tasks, closing the store")
     finally:
         await runner.cleanup()
+    failure = app[STORE_HEALTH].failure
+    if failure is not None:
+        raise failure
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -242,6 +255,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         uvloop.run(serve(options, access_log=args.access_log))
+    except StoreFailed as exc:
+        print(f"kubelite apiserver: store {options.store_url}: {exc}", file=sys.stderr)
+        return 1
     except OSError as exc:
         print(f"kubelite apiserver: {exc}", file=sys.stderr)
         return 1

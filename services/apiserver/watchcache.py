@@ -41,7 +41,7 @@ from api.registry import ResourceType
 from services.apiserver.codec import dumps, loads
 from services.apiserver.predicate import INDEX_PREFERENCE, Predicate
 from services.apiserver.storage import decode, too_old
-from store.base import Compacted, Event, Store, StoreClosed, WatchOverflow
+from store.base import Compacted, Event, Store, StoreClosed, StoreFailed, WatchOverflow
 
 __all__ = [
     "CacheEvent",
@@ -486,6 +486,9 @@ class WatchCache:
                 )
                 self.close_all("the watch cache was reloaded")
                 loaded = False
+            except StoreFailed:
+                self.stop()
+                raise  # the app stops the server; retrying cannot mend a damaged store
             except StoreClosed:
                 log.info("watch cache %s: store closed; stopping", self.rt.plural)
                 break
