@@ -18,7 +18,7 @@ import asyncio
 import logging
 from typing import NoReturn
 
-from store.base import Store, StoreClosed
+from store.base import Store, StoreClosed, StoreError
 
 __all__ = ["DEFAULT_INTERVAL", "DEFAULT_WINDOW", "compact_to_window", "keep_window"]
 
@@ -48,8 +48,8 @@ async def keep_window(
 ) -> NoReturn:
     """Forever: every ``interval`` seconds, compact ``store`` to its last ``revisions`` revisions.
 
-    A failed compaction is logged and tried again at the next interval; a closed store ends
-    the task with ``StoreClosed``.
+    A failed compaction is logged (one line for a store error) and tried again at the next
+    interval; a closed or failed store ends the task with ``StoreClosed`` / ``StoreFailed``.
     """
     if revisions < 1 or interval <= 0:
         raise ValueError(
@@ -60,7 +60,9 @@ async def keep_window(
         try:
             target = await compact_to_window(store, revisions=revisions)
         except StoreClosed:
-            raise
+            raise  # closed, or failed for good (StoreFailed): retrying cannot help
+        except StoreError as err:
+            log.error("store compaction failed: %s; will retry in %.0f s", err, interval)
         except Exception:
             log.exception("store compaction failed; will retry in %.0f s", interval)
         else:
