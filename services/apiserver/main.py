@@ -176,7 +176,7 @@ def parse_args(argv: Sequence[str]) -> tuple[ServerOptions, argparse.Namespace]:
     args = parser.parse_args(list(argv))
     if args.secure_port != 0:
         parser.error("--secure-port: TLS and authentication are not available yet; use 0")
-    store_url = args.store or f"sqlite:///{(args.state_dir / 'kubelite.db').resolve()}"
+    store_url = args.store or f"sqlite://{(args.state_dir / 'kubelite.db').resolve()}"
     try:
         options = ServerOptions(
             store_url=store_url,
