@@ -1,4 +1,4 @@
-"""docker-compose.yml is checked statically: no Docker engine runs where these tests run.
+"""docker-compose.yml checked statically (test_compose_stack.py runs it for real, under Podman).
 
 Two independent checks: docker-compose itself validates the file against the compose schema
 (offline), and every service's command is a real ``kubelite`` sub-command whose flags parse
@@ -105,3 +105,15 @@ def test_the_image_runs_the_kubelite_command() -> None:
     for package in ("api", "store", "client", "services", "kubelite"):
         assert f"COPY {package} ./{package}" in dockerfile, package
     assert "curl" in dockerfile  # the health checks run curl inside the container
+
+
+def test_every_service_is_reachable_only_as_published_on_loopback(compose: dict) -> None:
+    for name, service in compose["services"].items():
+        assert "network_mode" not in service, name  # no host networking
+        for port in service.get("ports", []):
+            assert str(port).startswith("127.0.0.1:"), (name, port)
+        assert service["healthcheck"]["test"][0] == "CMD", name
+    named = set(compose["volumes"])
+    for name, service in compose["services"].items():
+        for volume in service.get("volumes", []):
+            assert volume.split(":", 1)[0] in named, (name, volume)  # named, never a host path
