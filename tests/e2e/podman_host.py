@@ -136,9 +136,14 @@ def apt_mirror(root: Path = Path("/etc/apt")) -> str:
     raise RuntimeError(f"apt has no source for Debian {SUITE} main in {root}")
 
 
+def base_image_key() -> str:
+    """What the base image is made of: the recipe and the host's CA bundle."""
+    return hashlib.sha256(RECIPE.encode() + HOST_CA.read_bytes()).hexdigest()[:12]
+
+
 def base_image_tarball() -> Path:
-    """The base image's root filesystem as a tarball, made once per recipe and CA bundle."""
-    key = hashlib.sha256(RECIPE.encode() + HOST_CA.read_bytes()).hexdigest()[:12]
+    """The base image's root filesystem as a tarball, made once per ``base_image_key()``."""
+    key = base_image_key()
     tarball = CACHE / f"base-{SUITE}-{key}.tar"
     if tarball.exists():
         return tarball
@@ -210,12 +215,20 @@ class PodmanHost:
 
     def __enter__(self) -> PodmanHost:
         RUN.mkdir(parents=True, exist_ok=True)
-        if subprocess.run(self.podman_argv("image", "exists", BASE_IMAGE), env=self.env).returncode:
+        key = base_image_key()
+        label = subprocess.run(
+            self.podman_argv(
+                "image", "inspect", "--format", '{{index .Config.Labels "kubelite.base"}}', BASE_IMAGE
+            ),
+            env=self.env, capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        if label.returncode or label.stdout.strip() != key:  # missing, or made another way
             with base_image_tarball().open("rb") as tarball:
                 subprocess.run(
                     self.podman_argv(
                         "import", "--change", f"ENV PATH={PATH}",
                         "--change", f"ENV SSL_CERT_FILE={HOST_CA}",
+                        "--change", f"LABEL kubelite.base={key}",
                         "--change", 'CMD ["python3"]', "-", BASE_IMAGE,
                     ),
                     stdin=tarball, env=self.env, capture_output=True, check=True, timeout=300,

@@ -30,6 +30,7 @@ Waits poll kubectl or podman (external tools announce nothing) under generous de
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import signal
@@ -255,6 +256,7 @@ def test_compose_up_runs_the_cluster_survives_crashes_and_down_leaves_nothing(
             a["type"]: a["address"] for a in stack.get("node", node)["status"]["addresses"]
         }
         assert addresses["Hostname"] == node, addresses
+        ipaddress.ip_address(addresses["InternalIP"])  # --node-ip=node1 resolved to an IP
 
     stack.kubectl("run", "web", "--image=nginx")
     web = eventually(lambda: running_pod(stack, "web"), within=120, what="web Running", stack=stack)
