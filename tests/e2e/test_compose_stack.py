@@ -19,7 +19,8 @@ What it proves, in order:
    with that container: the kubelet restarts it in place, same uid and pod IP, from the state
    in its named volume). ``docker compose kill`` is a *manual* stop to Docker and to Podman
    alike — restart policies deliberately leave such a container stopped — so a crash is
-   made the way the kernel makes one, by killing the container's main process.
+   made the way the kernel makes one, by killing the container's main process; after
+   ``docker compose kill scheduler``, ``up -d --wait`` brings it back and pods schedule again.
 3. ``docker compose down`` then ``up`` again: the same objects (state in the named volumes).
 4. ``docker compose down -v`` leaves nothing: no container, network or volume of the project,
    no kubelite process and no conmon of ours on the host.
@@ -297,6 +298,15 @@ def test_compose_up_runs_the_cluster_survives_crashes_and_down_leaves_nothing(
     assert identity(again) == before
     assert eventually(lambda: serves_nginx(stack, "web"), within=60, what="exec", stack=stack)
     eventually(lambda: nodes_ready(stack), within=120, what="both nodes Ready", stack=stack)
+
+    # `docker compose kill` is a manual stop: `up -d --wait` is what brings the service back
+    stack.compose("kill", "scheduler")
+    stack.timed("up --wait after kill", "up", "-d", "--wait", "--wait-timeout", "300")
+    stack.kubectl("run", "web3", "--image=nginx")
+    eventually(
+        lambda: running_pod(stack, "web3"), within=120, what="a pod scheduled after the kill",
+        stack=stack,
+    )  # fmt: skip
 
     # ---- 3. down, up: the named volumes keep the cluster ------------------------------------
     stack.timed("down", "down", "--timeout", "20")
