@@ -168,9 +168,11 @@ async def _pod_log(request: web.Request) -> web.StreamResponse:
         try:
             async for chunk in upstream.content.iter_any():
                 await response.write(chunk)
-        except (ConnectionResetError, ConnectionError, aiohttp.ClientPayloadError):
-            return response
-        await response.write_eof()
+            await response.write_eof()
+        except (ConnectionError, aiohttp.ClientPayloadError):
+            # the client or the kubelet went away (a departed follower is noticed only at the
+            # next write or at the end): nothing left to tell anyone
+            pass
         return response
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncGenerator, Awaitable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -98,7 +98,7 @@ async def read_log(
     options: LogOptions,
     *,
     exited: Awaitable[object] | None = None,
-) -> AsyncIterator[bytes]:
+) -> AsyncGenerator[bytes, None]:
     """Yield the log's output in chunks. ``exited`` resolves when the instance has ended;
     without it (or once it resolved) the read stops at end of file."""
     if path is None:

@@ -13,9 +13,11 @@ Routes (the kubelet's own paths, which the apiserver's proxy rewrites to):
   (``container "main" in pod "demo" is waiting to start: ContainerCreating``).
 * ``GET /exec/{namespace}/{pod}/{container}?command=..&command=..&stdin=&stdout=&stderr=&tty=``
   (also the kubelet's ``input``/``output``/``error`` spellings): a WebSocket speaking
-  ``v5.channel.k8s.io`` (or v4): binary frames whose first byte is the stream — 0 stdin, 1 stdout,
-  2 stderr, 3 error (a ``Status``: Success, or Failure/NonZeroExitCode with the exit code as a
-  cause), 4 resize (``{"Width":..,"Height":..}``), 255 close-a-stream (v5) — then a normal close.
+  ``v5.channel.k8s.io``, v4, ``channel.k8s.io`` or their base64 variants (``channels.py``):
+  frames whose first byte is the stream — 0 stdin, 1 stdout, 2 stderr, 3 error (v4/v5: a
+  ``Status``: Success, or Failure/NonZeroExitCode with the exit code as a cause), 4 resize
+  (``{"Width":..,"Height":..}``), 255 close-a-stream (v5) — then a normal close. Client frames
+  are read whether BINARY or TEXT.
 * ``GET /healthz``; ``GET /pods`` (the pods this kubelet runs, as a PodList).
 
 Limits: no authentication (it binds loopback by default), no attach, no port-forward, no
@@ -32,21 +34,23 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, Protocol
 
-from aiohttp import WSMsgType, web
+from aiohttp import web
 
 from api.errors import BadRequest, NotFound, StatusError
+from services.kubelet.channels import (
+    CLOSE,
+    EXEC_PROTOCOLS,
+    RESIZE,
+    STDIN,
+    ChannelProtocol,
+    exec_status,
+)
 from services.kubelet.logs import LogOptions, read_log
 from services.kubelet.runtime.base import ContainerRecord, ExecSession, Runtime
 
-__all__ = ["EXEC_PROTOCOLS", "PodLookup", "ServedPod", "make_server_app"]
+__all__ = ["PodLookup", "ServedPod", "make_server_app"]
 
 log = logging.getLogger("kubelet.server")
-
-EXEC_PROTOCOLS = (
-    "v5.channel.k8s.io",
-    "v4.channel.k8s.io",
-)
-STDIN, STDOUT, STDERR, ERROR, RESIZE, CLOSE = 0, 1, 2, 3, 4, 255
 
 
 class ServedPod(Protocol):
@@ -145,27 +149,17 @@ async def _container_logs(request: web.Request) -> web.StreamResponse:
     try:
         async for chunk in stream:
             await response.write(chunk)
-    except (ConnectionResetError, ConnectionError):
-        return response  # the client went away; nothing left to tell it
+        await response.write_eof()
+    except ConnectionError:
+        # The client went away (aiohttp's ClientConnectionResetError is a ConnectionError):
+        # nobody is left to tell, and nothing is wrong with the kubelet. A follow whose client
+        # left while the container was quiet only notices here, at its next write or its end.
+        log.debug("log stream of %s ended: the client went away", request.path)
     finally:
         await stream.aclose()
         if exited is not None:
             exited.close()
-    await response.write_eof()
     return response
-
-
-def _exec_status(code: int, command: list[str]) -> dict[str, Any]:
-    if code == 0:
-        return {"metadata": {}, "status": "Success"}
-    return {
-        "metadata": {},
-        "status": "Failure",
-        "message": f"command terminated with non-zero exit code: error executing command "
-        f"[{' '.join(command)}], exit code {code}",
-        "reason": "NonZeroExitCode",
-        "details": {"causes": [{"reason": "ExitCode", "message": str(code)}]},
-    }
 
 
 async def _exec(request: web.Request) -> web.StreamResponse:
@@ -188,6 +182,7 @@ async def _exec(request: web.Request) -> web.StreamResponse:
         return _status_response(exc)
     ws = web.WebSocketResponse(protocols=EXEC_PROTOCOLS, autoping=True, max_msg_size=0)
     await ws.prepare(request)
+    protocol = ChannelProtocol.of(ws.ws_protocol)
     try:
         session = await runtime.exec(record.container_id, command, tty=tty, stdin=want_stdin)
     except OSError as exc:
@@ -195,39 +190,37 @@ async def _exec(request: web.Request) -> web.StreamResponse:
             f"error executing command in container: failed to exec in container: "
             f'exec: "{command[0]}": {exc.strerror or exc}'
         )
-        await ws.send_bytes(
-            bytes([ERROR])
-            + json.dumps(
-                {
-                    "metadata": {},
-                    "status": "Failure",
-                    "message": message,
-                    "reason": "InternalError",
-                    "code": 500,
-                }
-            ).encode()
-        )
+        failure = {
+            "metadata": {},
+            "status": "Failure",
+            "message": message,
+            "reason": "InternalError",
+            "code": 500,
+        }
+        with contextlib.suppress(ConnectionError):
+            await protocol.send_status(ws, failure)
         await ws.close()
         return ws
     log.info(
-        "exec in %s/%s/%s: %s (tty=%s)",
+        "exec in %s/%s/%s: %s (tty=%s, protocol %s)",
         request.match_info["namespace"],
         request.match_info["pod"],
         container,
         command,
         tty,
+        protocol.name or "channel.k8s.io",
     )
     reader = asyncio.create_task(
-        _pump_input(ws, session), name=f"exec stdin {request.match_info['pod']}"
+        _pump_input(ws, session, protocol), name=f"exec stdin {request.match_info['pod']}"
     )
     try:
         while True:
             stream, data = await session.read_output()
             if stream == 0:
                 break
-            await ws.send_bytes(bytes([stream]) + data)
+            await protocol.send(ws, stream, data)
         code = await session.wait()
-        await ws.send_bytes(bytes([ERROR]) + json.dumps(_exec_status(code, command)).encode())
+        await protocol.send_status(ws, exec_status(code, command))
     except (ConnectionResetError, ConnectionError):
         await session.kill()
     finally:
@@ -240,18 +233,21 @@ async def _exec(request: web.Request) -> web.StreamResponse:
     return ws
 
 
-async def _pump_input(ws: web.WebSocketResponse, session: ExecSession) -> None:
+async def _pump_input(
+    ws: web.WebSocketResponse, session: ExecSession, protocol: ChannelProtocol
+) -> None:
     async for msg in ws:
-        if msg.type != WSMsgType.BINARY or not msg.data:
+        frame = protocol.decode(msg)
+        if frame is None:
             continue
-        stream, payload = msg.data[0], msg.data[1:]
+        stream, payload = frame
         if stream == STDIN:
             await session.write_stdin(payload)
         elif stream == RESIZE:
-            with contextlib.suppress(ValueError, TypeError):
+            with contextlib.suppress(ValueError, TypeError, AttributeError):
                 size = json.loads(payload)
                 session.resize(width=int(size.get("Width", 0)), height=int(size.get("Height", 0)))
-        elif stream == CLOSE and payload[:1] == bytes([STDIN]):
+        elif stream == CLOSE and protocol.close_stream and payload[:1] == bytes([STDIN]):
             await session.close_stdin()
     # the client closed the socket: nobody is left to read the output
     await session.kill()

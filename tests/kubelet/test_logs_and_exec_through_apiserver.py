@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import shutil
+import time
 from typing import Any
 
 import aiohttp
@@ -80,6 +82,88 @@ async def test_exec_feeds_stdin_until_it_is_closed(running: Cluster) -> None:
     out, _, status = await exec_ws(running, "shell", ["cat"], stdin=b"one\ntwo\n")
     assert out == b"one\ntwo\n"
     assert status == {"metadata": {}, "status": "Success"}
+
+
+def official_client_exec_cat(server: str, name: str) -> tuple[str, str]:
+    """The official client's ``stream()``: ``str`` stdin goes out as WebSocket TEXT frames."""
+    from kubernetes import client
+    from kubernetes.stream import stream
+
+    config = client.Configuration(host=server)
+    with client.ApiClient(config) as api_client:
+        api = client.CoreV1Api(api_client)
+        resp = stream(
+            api.connect_get_namespaced_pod_exec,
+            name,
+            "default",
+            command=["cat"],
+            stdin=True,
+            stdout=True,
+            stderr=True,
+            tty=False,
+            _preload_content=False,
+        )
+        try:
+            resp.write_stdin("hello\n")
+            out = ""
+            deadline = time.monotonic() + 30
+            while "hello\n" not in out and resp.is_open() and time.monotonic() < deadline:
+                resp.update(timeout=max(deadline - time.monotonic(), 0))
+                out += resp.read_stdout()
+            return out, resp.subprotocol or ""
+        finally:
+            resp.close()
+
+
+async def test_the_official_client_writes_stdin_as_text_frames(running: Cluster) -> None:
+    out, protocol = await asyncio.to_thread(official_client_exec_cat, running.server, "shell")
+    assert protocol in ("v4.channel.k8s.io", "v5.channel.k8s.io")
+    assert out == "hello\n"
+
+
+def _encode(protocol: str, channel: int, data: bytes) -> str:
+    """A client TEXT frame of ``protocol``."""
+    if "base64" in protocol:
+        return chr(ord("0") + channel) + base64.b64encode(data).decode()
+    return chr(channel) + data.decode()
+
+
+@pytest.mark.parametrize(
+    "protocol",
+    [
+        "v5.channel.k8s.io",
+        "v4.channel.k8s.io",
+        "v4.base64.channel.k8s.io",
+        "channel.k8s.io",
+        "base64.channel.k8s.io",
+    ],
+)
+async def test_every_channel_protocol_reads_text_frames(running: Cluster, protocol: str) -> None:
+    """stdin as TEXT frames reaches the command; output and the error stream come back as the
+    protocol words them (base64 variants: TEXT frames; v4/v5: a Status; older: text on failure)."""
+    url = f"{running.server}/api/v1/namespaces/default/pods/shell/exec"
+    params = [("command", "sh"), ("command", "-c"), ("command", "head -n 1; exit 7")]
+    params += [("stdin", "true"), ("stdout", "true"), ("stderr", "true")]
+    frames: dict[int, bytes] = {}
+    async with aiohttp.ClientSession() as session, asyncio.timeout(30):
+        async with session.ws_connect(url, params=params, protocols=[protocol]) as ws:
+            assert ws.protocol == protocol
+            await ws.send_str(_encode(protocol, 0, b"one\ntwo\n"))
+            async for msg in ws:
+                if "base64" in protocol:
+                    assert msg.type == aiohttp.WSMsgType.TEXT
+                    channel, data = ord(msg.data[0]) - ord("0"), base64.b64decode(msg.data[1:])
+                else:
+                    assert msg.type == aiohttp.WSMsgType.BINARY
+                    channel, data = msg.data[0], msg.data[1:]
+                frames[channel] = frames.get(channel, b"") + data
+    assert frames[1] == b"one\n"
+    if protocol.startswith(("v4.", "v5.")):
+        status = json.loads(frames[3])
+        assert status["reason"] == "NonZeroExitCode"
+        assert status["details"]["causes"] == [{"reason": "ExitCode", "message": "7"}]
+    else:
+        assert frames[3].decode().startswith("command terminated with non-zero exit code")
 
 
 async def test_exec_with_a_tty_is_an_interactive_shell(running: Cluster) -> None:
