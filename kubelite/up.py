@@ -21,7 +21,9 @@ The supervisor
 
 All state lives under ``--state-dir`` (the SQLite store, each kubelet's pod state), so a second
 ``kubelite up`` on the same directory resumes the cluster as it was: same objects, and the pods'
-containers started again in place (same pod IPs) by their kubelets.
+containers started again in place (same pod IPs) by their kubelets. Each cluster's pod
+addresses come from a block of 127/8 derived from its state dir (``cluster_pod_cidr``), so two
+clusters in two state dirs run side by side (with different ``--port`` and ``--kubelet-port``).
 
 What it does not do: it is not a production init system. It watches its own children only; a
 child that forks and detaches is that child's business (pods' processes are the kubelets'). If
@@ -35,6 +37,7 @@ import argparse
 import asyncio
 import contextlib
 import ctypes
+import hashlib
 import ipaddress
 import json
 import os
@@ -165,7 +168,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--pod-cidr",
         default=None,
         help="loopback range split evenly between the nodes for pod IPs, e.g. 127.100.0.0/16 "
-        "(default: each kubelet's own, node1 -> 127.1.0.0/16, node2 -> 127.2.0.0/16)",
+        "(default: a /24 per node in a block of 127.1.0.0-127.127.255.255 derived from the "
+        "state dir, so clusters in different state dirs do not share pod addresses)",
     )
     p.add_argument(
         "--no-color", action="store_true", help="never colour the log prefixes (default: on a TTY)"
@@ -196,6 +200,11 @@ def parse_options(argv: Sequence[str]) -> Options:
             node_pod_cidrs(ns.pod_cidr, max(ns.nodes, 1))
         except ValueError as exc:
             parser.error(f"--pod-cidr: {exc}")
+    elif ns.nodes:
+        try:
+            cluster_pod_cidr(Path(ns.state_dir), ns.nodes)
+        except ValueError as exc:
+            parser.error(f"--nodes {ns.nodes}: {exc}")
     if ns.store is not None and not ns.store.startswith(STORE_SCHEMES):
         parser.error(f"--store {ns.store!r}: expected one of {', '.join(STORE_SCHEMES)}")
     state_dir = Path(ns.state_dir).resolve()
@@ -219,6 +228,44 @@ def parse_options(argv: Sequence[str]) -> Options:
 
 def node_names(count: int) -> list[str]:
     return [f"node{i}" for i in range(1, count + 1)]
+
+
+CLUSTER_POD_POOL = ipaddress.IPv4Network("127.0.0.0/9")
+"""Where ``up`` picks each cluster's pod range: 127.1.0.0-127.127.255.255 (127.0/16 is the
+host's own; 127.128/9 is left to the sim runtime's defaults and to explicit ranges)."""
+NODE_POD_PREFIX = 24
+"""A /24 per node: 253 pod addresses, over twice the kubelet's default ``--max-pods`` of 110."""
+CLUSTER_POD_PREFIX = 20
+"""A cluster's block holds 16 nodes' /24s (more nodes: the smallest block that fits, up to a
+/16); the block does not depend on ``--nodes`` up to 16, so adding a node keeps the others'."""
+
+
+def cluster_pod_cidr(state_dir: Path, nodes: int) -> str:
+    """The default pod block of the cluster kept in ``state_dir``: aligned, at a place in
+    ``CLUSTER_POD_POOL`` chosen by a hash of the directory's absolute path.
+
+    Two clusters in different directories get different blocks (two /20s meet 1 time in 2,032,
+    and the kubelets also skip addresses some socket already uses); the same directory gets the
+    same block on every start, so resumed pods keep their addresses.
+    """
+    bits = max(nodes - 1, 0).bit_length()
+    prefix = min(CLUSTER_POD_PREFIX, NODE_POD_PREFIX - bits)
+    if prefix < 16:
+        raise ValueError(f"{nodes} nodes need more than a /16 of pod addresses: pass --pod-cidr")
+    pool = CLUSTER_POD_POOL
+    slots = 1 << (prefix - pool.prefixlen)
+    reserved = 1 << (prefix - 16)  # the blocks inside 127.0.0.0/16
+    digest = hashlib.sha256(str(state_dir.resolve()).encode()).digest()
+    slot = reserved + int.from_bytes(digest[:8], "big") % (slots - reserved)
+    block = int(pool.network_address) + (slot << (32 - prefix))
+    return f"{ipaddress.IPv4Address(block)}/{prefix}"
+
+
+def cluster_node_pod_cidrs(state_dir: Path, count: int) -> list[str]:
+    """node1 gets the first /24 of the cluster's block, node2 the next, and so on."""
+    block = ipaddress.IPv4Network(cluster_pod_cidr(state_dir, count))
+    subnets = block.subnets(new_prefix=NODE_POD_PREFIX)
+    return [str(net) for _, net in zip(range(count), subnets, strict=False)]
 
 
 def node_pod_cidrs(cidr: str, count: int) -> list[str]:
@@ -285,7 +332,10 @@ def plan(opts: Options) -> list[Child]:
         ),
     ]
     names = node_names(opts.nodes)
-    cidrs = node_pod_cidrs(opts.pod_cidr, len(names)) if opts.pod_cidr and names else []
+    if opts.pod_cidr:
+        cidrs = node_pod_cidrs(opts.pod_cidr, len(names)) if names else []
+    else:
+        cidrs = cluster_node_pod_cidrs(opts.state_dir, len(names))
     for index, node in enumerate(names):
         port = opts.kubelet_port + index if opts.kubelet_port else 0
         children.append(
@@ -305,7 +355,8 @@ def plan(opts: Options) -> list[Child]:
                     str(opts.state_dir / "kubelets" / node),
                     "--port",
                     str(port),
-                    *(["--pod-cidr", cidrs[index]] if cidrs else []),
+                    "--pod-cidr",
+                    cidrs[index],
                     # several kubelets share this host: /healthz is served on each one's
                     # --port (10250, 10251, ...), not on the single fixed 10248
                     "--healthz-port",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import sys
+from ipaddress import IPv4Network
 from pathlib import Path
 
 import pytest
@@ -95,3 +96,36 @@ async def test_a_child_with_a_usage_error_stops_up_instead_of_restarting(
     out = capsys.readouterr().out
     assert "apiserver          | bad flag" in out
     assert "usage error (code 2)" in out
+
+
+def _kubelet_cidrs(state_dir: Path, *flags: str) -> list[str]:
+    opts = up.parse_options(["--state-dir", str(state_dir), *flags])
+    return [_parse(c.argv).pod_cidr for c in up.plan(opts) if c.kind == "kubelet"]
+
+
+def test_clusters_in_different_state_dirs_get_disjoint_pod_ranges(tmp_path: Path) -> None:
+    """Two ``kubelite up`` on one host: each cluster's pods get addresses of their own."""
+    first = _kubelet_cidrs(tmp_path / "one", "--nodes", "3")
+    second = _kubelet_cidrs(tmp_path / "two", "--nodes", "3")
+    ranges = [IPv4Network(c) for c in first + second]
+    assert all(r.subnet_of(IPv4Network("127.0.0.0/8")) for r in ranges)
+    assert not any(r.subnet_of(IPv4Network("127.0.0.0/16")) for r in ranges)  # the host's own
+    for i, a in enumerate(ranges):
+        for b in ranges[i + 1 :]:
+            assert not a.overlaps(b), (first, second)
+
+
+def test_the_same_state_dir_gets_the_same_pod_ranges_on_every_start(tmp_path: Path) -> None:
+    """Resumed pods keep their IPs: the ranges depend on the directory, not on chance, and a
+    node added later leaves the others' ranges as they were."""
+    two = _kubelet_cidrs(tmp_path / "c", "--nodes", "2")
+    assert _kubelet_cidrs(tmp_path / "c", "--nodes", "2") == two
+    assert _kubelet_cidrs(tmp_path / "x" / ".." / "c", "--nodes", "2") == two
+    assert _kubelet_cidrs(tmp_path / "c", "--nodes", "3")[:2] == two
+    assert all(IPv4Network(c).prefixlen == 24 for c in two)
+
+
+def test_an_explicit_pod_cidr_still_overrides_the_derived_ranges(tmp_path: Path) -> None:
+    assert _kubelet_cidrs(tmp_path, "--nodes", "2", "--pod-cidr", "127.140.0.0/16") == [
+        "127.140.0.0/17", "127.140.128.0/17"
+    ]  # fmt: skip

@@ -44,7 +44,7 @@ from services.kubelet.runtime.base import (
 )
 from services.kubelet.runtime.exec_session import ProcessExecSession, start_exec
 from services.kubelet.runtime.images import DEFAULT_PATH, ImageStore
-from services.kubelet.runtime.ipam import PodIPAllocator
+from services.kubelet.runtime.ipam import PodIPAllocator, bound_loopback_addresses
 from services.kubelet.state import PodRecord, StateDir
 
 __all__ = ["ProcessRuntime", "expand_vars", "process_start_time"]
@@ -113,7 +113,7 @@ class ProcessRuntime:
     def __init__(self, *, state_dir: Path, pod_cidr: str, images: ImageStore) -> None:
         self.state = StateDir(state_dir)
         self.images = images
-        self.ipam = PodIPAllocator(pod_cidr)
+        self.ipam = PodIPAllocator(pod_cidr, in_use=bound_loopback_addresses)
         self._pods: dict[str, PodRecord] = {}
         self._instances: dict[str, _Instance] = {}
         self.closed = False
