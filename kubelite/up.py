@@ -208,7 +208,7 @@ def parse_options(argv: Sequence[str]) -> Options:
     if ns.store is not None and not ns.store.startswith(STORE_SCHEMES):
         parser.error(f"--store {ns.store!r}: expected one of {', '.join(STORE_SCHEMES)}")
     state_dir = Path(ns.state_dir).resolve()
-    store = ns.store or f"sqlite:///{state_dir / 'kubelite.db'}"
+    store = ns.store or f"sqlite://{state_dir / 'kubelite.db'}"
     return Options(
         state_dir=state_dir,
         port=ns.port,

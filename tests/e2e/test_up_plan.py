@@ -47,7 +47,7 @@ def test_every_planned_command_line_parses(tmp_path: Path, level: str) -> None:
         args = _parse(child.argv)
         assert str(args.log_level).upper() == level.upper(), child.name
     api = _parse(children[0].argv)
-    assert api.insecure_port == 8080 and api.store == f"sqlite:///{tmp_path / 'kubelite.db'}"
+    assert api.insecure_port == 8080 and api.store == f"sqlite://{tmp_path / 'kubelite.db'}"
     assert _parse(children[1].argv).healthz_port == 10257
     assert _parse(children[2].argv).port == 10259
     kubelets = [_parse(c.argv) for c in children[3:]]
