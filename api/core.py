@@ -15,6 +15,12 @@ Node spec and status; Namespace; Event; RC; Binding) and the ones people commonl
 (cloud volume sources, resource-claim statuses, node features) are declared as free-form
 ``dict`` fields, stored as sent and not checked inside.
 
+Fields Kubernetes serialises even when zero (Go fields without ``omitempty``: container
+statuses' ``ready``/``restartCount``/``image``/``imageID``/``state``/``lastState``, a terminated
+state's ``exitCode``, the node's ``nodeInfo`` and ``daemonEndpoints``, an Event's ``source`` and
+``reportingComponent``/``reportingInstance``, RC ``status.replicas``) default to that zero value
+instead of None; see ``KubeModel.fill_serialised``.
+
 ``Quantity`` values accept a JSON number or string and are held as the string Kubernetes
 would print (``cpu: 1`` -> ``"1"``); ``api.quantity`` turns them into exact numbers.
 """
@@ -196,9 +202,9 @@ class ResourceFieldSelector(KubeModel):
 
 
 class FileKeySelector(KubeModel):
-    volume_name: str | None = None
-    path: str | None = None
-    key: str | None = None
+    volume_name: str
+    path: str
+    key: str
     optional: bool | None = None
 
 
@@ -727,7 +733,7 @@ class ContainerStateRunning(KubeModel):
 
 
 class ContainerStateTerminated(KubeModel):
-    exit_code: int
+    exit_code: int = 0
     signal: int | None = None
     reason: str | None = None
     message: str | None = None
@@ -744,8 +750,8 @@ class ContainerState(KubeModel):
 
 class ContainerStatus(KubeModel):
     name: str
-    state: ContainerState | None = None
-    last_state: ContainerState | None = None
+    state: ContainerState = Field(default_factory=ContainerState)
+    last_state: ContainerState = Field(default_factory=ContainerState)
     ready: bool = False
     restart_count: int = 0
     image: str = ""
@@ -850,11 +856,11 @@ class NodeAddress(KubeModel):
 
 
 class DaemonEndpoint(KubeModel):
-    port: int = Field(alias="Port")
+    port: int = Field(default=0, alias="Port")
 
 
 class NodeDaemonEndpoints(KubeModel):
-    kubelet_endpoint: DaemonEndpoint | None = None
+    kubelet_endpoint: DaemonEndpoint = Field(default_factory=DaemonEndpoint)
 
 
 class NodeSystemInfo(KubeModel):
@@ -883,8 +889,8 @@ class NodeStatus(KubeModel):
     phase: str | None = None
     conditions: list[NodeCondition] | None = None
     addresses: list[NodeAddress] | None = None
-    daemon_endpoints: NodeDaemonEndpoints | None = None
-    node_info: NodeSystemInfo | None = None
+    daemon_endpoints: NodeDaemonEndpoints = Field(default_factory=NodeDaemonEndpoints)
+    node_info: NodeSystemInfo = Field(default_factory=NodeSystemInfo)
     images: list[ContainerImage] | None = None
     volumes_in_use: list[str] | None = None
     volumes_attached: list[dict[str, Any]] | None = None
@@ -958,7 +964,7 @@ class Event(KubeModel):
     involved_object: ObjectReference = Field(default_factory=ObjectReference)
     reason: str | None = None
     message: str | None = None
-    source: EventSource | None = None
+    source: EventSource = Field(default_factory=EventSource)
     first_timestamp: str | None = None
     last_timestamp: str | None = None
     count: int | None = None
@@ -967,8 +973,8 @@ class Event(KubeModel):
     series: EventSeries | None = None
     action: str | None = None
     related: ObjectReference | None = None
-    reporting_component: str | None = None
-    reporting_instance: str | None = None
+    reporting_component: str = ""
+    reporting_instance: str = ""
 
 
 # -- replication controller ------------------------------------------------------------------

@@ -15,6 +15,13 @@ cluster: ``DefaultTolerationSeconds`` (the not-ready/unreachable tolerations, 30
 Quantities in resources, capacity and allocatable are rewritten in canonical form
 (``cpu: 0.5`` -> ``500m``), as Kubernetes stores them.
 
+Last, ``fill_serialised`` adds the fields Kubernetes always writes even at their zero value (Go
+fields without ``omitempty``: an RC or ReplicaSet's ``status.replicas: 0``, a container
+status's ``imageID``, an Event's ``reportingComponent``, a Node's ``nodeInfo`` ...), which the
+official clients require. Which fields those are is the models' to say (``KubeModel
+.fill_serialised``); the apiserver also applies it to every object it reads from the store, so
+objects stored before a field was added read right as well.
+
 Limits: no service accounts, no volumes defaulting, no LimitRanges. Values of the wrong type
 are left alone for ``api.validation`` to report. Defaulting is idempotent.
 """
@@ -24,9 +31,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from api.meta import KubeModel
 from api.quantity import canonical_quantity, parse_quantity
+from api.registry import REGISTRY
 
-__all__ = ["DEFAULT_TOLERATION_SECONDS", "apply_defaults", "image_pull_policy", "qos_class"]
+__all__ = [
+    "DEFAULT_TOLERATION_SECONDS",
+    "apply_defaults",
+    "fill_serialised",
+    "image_pull_policy",
+    "qos_class",
+]
 
 DEFAULT_TOLERATION_SECONDS = 300
 """How long a pod stays bound to a not-ready/unreachable node (DefaultTolerationSeconds)."""
@@ -40,6 +55,19 @@ def apply_defaults(kind: str, obj: dict[str, Any]) -> None:
     fn = _BY_KIND.get(kind)
     if fn is not None and isinstance(obj, dict):
         fn(obj)
+    fill_serialised(kind, obj)
+
+
+def fill_serialised(kind: Any, obj: Any) -> None:
+    """Add, in place, the fields Kubernetes always serialises for ``kind`` that ``obj`` lacks.
+
+    ``ReplicaSet`` ``{"status": {}}`` becomes ``{"status": {"replicas": 0}, ...}``; present
+    values are never changed. Kinds the registry does not serve are left alone. Cheap enough to
+    run on every object read from the store (a few dict lookups along fixed paths).
+    """
+    model = _MODELS.get(kind)
+    if model is not None:
+        model.fill_serialised(obj)
 
 
 def _dict(parent: dict[str, Any], key: str) -> dict[str, Any] | None:
@@ -259,6 +287,13 @@ def _node(obj: dict[str, Any]) -> None:
     if "allocatable" not in status and isinstance(status.get("capacity"), dict):
         status["allocatable"] = dict(status["capacity"])
 
+
+_MODELS: dict[str, type[KubeModel]] = {
+    rt.kind: rt.model
+    for rt in REGISTRY
+    if isinstance(rt.model, type) and issubclass(rt.model, KubeModel)
+}
+"""The model of each served kind, by kind (kubelite serves no kind name in two groups)."""
 
 _BY_KIND: dict[str, Callable[[dict[str, Any]], None]] = {
     "Pod": _pod,

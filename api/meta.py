@@ -23,6 +23,12 @@ Choices made here, on purpose, for every model in ``api/``:
 * **Empty means absent.** Optional fields default to ``None`` and are omitted on dump with
   ``exclude_none``; a few containers (``metadata``, ``spec``, ``status``) default to empty
   objects so components can read ``pod.spec.node_name`` without a None check.
+* **Except what Kubernetes always writes.** A Go field without ``omitempty`` is on the wire
+  even at its zero value (``ReplicaSetStatus.replicas: 0``, ``ContainerStatus.imageID: ""``,
+  ``NodeStatus.nodeInfo``), and the official clients refuse a response without it. Such a field
+  has its zero value (or an empty object) as its default here, so dumps carry it, and
+  ``Model.fill_serialised(d)`` adds the missing ones to a plain dict cheaply (the apiserver
+  does that to everything it stores and reads).
   Kubernetes writes a few empty times as explicit ``null`` (``lastProbeTime``, ``eventTime``);
   a model dump drops them, which every client reads the same way.
 * **Times are strings**, exactly as on the wire: RFC 3339 seconds (``2026-11-30T02:09:45Z``)
@@ -37,7 +43,8 @@ checks) live in ``api.validation``, and defaults in ``api.defaults``.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, Literal
+from types import UnionType
+from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -80,6 +87,103 @@ class KubeModel(BaseModel):
     def to_dict(self) -> dict[str, Any]:
         """Kubernetes JSON (as a dict): aliases, None fields omitted, unknown fields kept."""
         return self.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+    @classmethod
+    def fill_serialised(cls, data: Any) -> None:
+        """Give ``data`` (this model's JSON, changed in place) the fields Kubernetes always writes.
+
+        A Go field without ``omitempty`` is on the wire even at its zero value
+        (``ReplicaSetStatus.replicas: 0``, ``ContainerStatus.imageID: ""``, a non-pointer struct
+        as ``{}``), and the official clients require many of them. Our models say which by
+        giving those fields a non-None default; this sets each one ``data`` lacks to that
+        default, at every depth where its parent is present, without validating anything —
+        the same fields ``Model.model_validate(data).to_dict()`` would add, at a fraction of
+        the cost (the apiserver does it for every object it reads from the store).
+        Idempotent; present values, wrong-typed ones included, are left alone.
+        """
+        if isinstance(data, dict):
+            _fill(_serialised_plan(cls), data)
+
+
+# -- always-serialised fields ----------------------------------------------------------------
+# A plan per model: the keys of the fields with a default (one set, so an object that has them
+# all costs one C-level comparison), their zero values, and the nested models to descend into
+# (the model's plan, whether the field is a list of them). Only fields with a default and the
+# paths leading to them are kept: filling a pod touches spec.containers and the container
+# statuses, not the hundred optional fields.
+
+_Plan = tuple[
+    frozenset[str],
+    tuple[tuple[str, Any], ...],
+    tuple[tuple[str, "_Plan", bool], ...],
+]
+_EMPTY_PLAN: _Plan = (frozenset(), (), ())
+_PLANS: dict[type[BaseModel], _Plan] = {}
+
+
+def _nested_model(annotation: Any) -> tuple[type[KubeModel] | None, bool]:
+    """``(M, many)`` for ``M``, ``M | None``, ``list[M]`` or ``list[M] | None``; else None."""
+    args = [annotation]
+    if get_origin(annotation) in (Union, UnionType):
+        args = [a for a in get_args(annotation) if a is not type(None)]
+    if len(args) != 1:
+        return None, False
+    inner = args[0]
+    many = get_origin(inner) is list
+    if many:
+        inner = get_args(inner)[0]
+    if isinstance(inner, type) and issubclass(inner, KubeModel):
+        return inner, many
+    return None, False
+
+
+def _serialised_plan(model: type[BaseModel]) -> _Plan:
+    plan = _PLANS.get(model)
+    if plan is not None:
+        return plan
+    _PLANS[model] = _EMPTY_PLAN  # a model nested in itself ends the recursion there
+    zeros, children = [], []
+    for name, field in model.model_fields.items():
+        key = field.alias or name
+        if not field.is_required():
+            zero = field.get_default(call_default_factory=True)
+            if isinstance(zero, KubeModel):
+                zero = zero.to_dict()
+            if zero is not None:
+                zeros.append((key, zero))
+        nested, many = _nested_model(field.annotation)
+        if nested is not None:
+            child = _serialised_plan(nested)
+            if child != _EMPTY_PLAN:
+                children.append((key, child, many))
+    plan = (frozenset(key for key, _ in zeros), tuple(zeros), tuple(children))
+    _PLANS[model] = plan
+    return plan
+
+
+def _copy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    return value
+
+
+def _fill(plan: _Plan, data: dict[str, Any]) -> None:
+    keys, zeros, children = plan
+    if not data.keys() >= keys:
+        for key, zero in zeros:
+            if key not in data:
+                data[key] = _copy(zero)  # {} and [] are new for every object
+    for key, child, many in children:
+        value = data.get(key)
+        if many:
+            if isinstance(value, list):
+                for element in value:
+                    if isinstance(element, dict):
+                        _fill(child, element)
+        elif isinstance(value, dict):
+            _fill(child, value)
 
 
 # -- time ------------------------------------------------------------------------------------

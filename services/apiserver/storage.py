@@ -5,7 +5,9 @@ layer is the only code that crosses between the two, so the rules that tie them 
 
 * the stored value is the object's JSON **without** ``metadata.resourceVersion``; every object
   read back gets ``metadata.resourceVersion = str(mod_revision)`` stamped on (as Kubernetes does
-  over etcd), and a DELETED event's object carries the deletion's revision;
+  over etcd), and a DELETED event's object carries the deletion's revision; it also gets the
+  fields Kubernetes always serialises that it was stored without (``api.defaults
+  .fill_serialised``), as decoding into Go structs gives them back;
 * store errors become ``Status`` errors named for the resource (``pods "x" not found``,
   ``AlreadyExists``, ``Conflict``, ``Expired``);
 * ``guaranteed_update`` is the only read-modify-write: read, let the caller compute the new
@@ -24,6 +26,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from api.defaults import fill_serialised
 from api.errors import AlreadyExists, Conflict, Expired, NotFound
 from api.registry import ResourceType
 from services.apiserver.codec import dumps, loads
@@ -70,6 +73,7 @@ def decode(kv: KeyValue, *, revision: int | None = None) -> Obj:
     if not isinstance(meta, dict):
         meta = obj["metadata"] = {}
     meta["resourceVersion"] = str(kv.mod_revision if revision is None else revision)
+    fill_serialised(obj.get("kind"), obj)  # objects stored before a field was always written
     return obj
 
 

@@ -21,7 +21,7 @@ import copy
 import uuid
 from typing import Any
 
-from api.defaults import apply_defaults
+from api.defaults import apply_defaults, fill_serialised
 from api.errors import BadRequest, Invalid
 from api.meta import now_time
 from api.registry import ResourceType
@@ -168,6 +168,7 @@ def prepare_for_status_update(rt: ResourceType, new: Obj, old: Obj) -> Obj:
         qos = (old.get("status") or {}).get("qosClass")
         if qos is not None:
             out["status"]["qosClass"] = qos
+    fill_serialised(rt.kind, out)  # a status written without status.replicas still carries it
     return out
 
 

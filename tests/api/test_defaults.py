@@ -7,8 +7,10 @@ from typing import Any
 
 import pytest
 
-from api.core import Pod
-from api.defaults import apply_defaults, image_pull_policy, qos_class
+from api.apps import ReplicaSet
+from api.core import Event, Node, Pod, ReplicationController
+from api.defaults import apply_defaults, fill_serialised, image_pull_policy, qos_class
+from api.registry import REGISTRY
 
 
 def minimal_pod(**container: Any) -> dict[str, Any]:
@@ -214,4 +216,144 @@ def test_wrong_types_are_left_for_validation() -> None:
     apply_defaults("Pod", pod)
     assert pod["spec"]["containers"] == "nope" and pod["spec"]["tolerations"] == 3
     apply_defaults("Pod", {"spec": []})  # does not raise
-    apply_defaults("Lease", {"spec": {}})  # kinds without defaults are untouched
+    lease: dict[str, Any] = {"spec": {}}
+    apply_defaults("Lease", lease)  # no defaulting rules; only what is always serialised
+    assert lease["spec"] == {}
+
+
+# -- fields Kubernetes always serialises (Go fields without omitempty) -------------------------
+
+
+def test_replica_counts_are_always_serialised() -> None:
+    """An RC or ReplicaSet just created answers ``status.replicas: 0``, as Kubernetes does."""
+    rc: dict[str, Any] = {"kind": "ReplicationController", "spec": {}, "status": {}}
+    fill_serialised("ReplicationController", rc)
+    assert rc["status"] == {"replicas": 0}
+    rs: dict[str, Any] = {"kind": "ReplicaSet", "spec": {}}
+    fill_serialised("ReplicaSet", rs)
+    assert rs["status"] == {"replicas": 0}
+    # apply_defaults (create, update, patch) ends with the same filling
+    rs2: dict[str, Any] = {"spec": {"selector": {"matchLabels": {"a": "b"}}}, "status": {}}
+    apply_defaults("ReplicaSet", rs2)
+    assert rs2["status"] == {"replicas": 0}
+    deployment: dict[str, Any] = {"spec": {}, "status": {}}
+    fill_serialised("Deployment", deployment)
+    assert deployment["status"] == {}  # every DeploymentStatus field is omitempty
+
+
+def test_container_statuses_carry_every_required_field() -> None:
+    pod: dict[str, Any] = {
+        "spec": {"containers": [{"name": "c"}]},
+        "status": {
+            "containerStatuses": [
+                {"name": "c", "state": {"terminated": {"reason": "Error"}}},
+                {"name": "d", "ready": True, "restartCount": 3, "image": "x", "imageID": "y"},
+            ],
+            "initContainerStatuses": [{"name": "i"}],
+        },
+    }
+    fill_serialised("Pod", pod)
+    first, second = pod["status"]["containerStatuses"]
+    assert first == {
+        "name": "c",
+        "state": {"terminated": {"reason": "Error", "exitCode": 0}},
+        "lastState": {},
+        "ready": False,
+        "restartCount": 0,
+        "image": "",
+        "imageID": "",
+    }
+    assert (second["ready"], second["restartCount"], second["image"], second["imageID"]) == (
+        True,
+        3,
+        "x",
+        "y",
+    )
+    assert pod["status"]["initContainerStatuses"][0]["imageID"] == ""
+
+
+def test_node_info_daemon_endpoints_and_event_fields() -> None:
+    node: dict[str, Any] = {"kind": "Node", "metadata": {"name": "n"}}
+    fill_serialised("Node", node)
+    assert node["spec"] == {}
+    assert node["status"]["daemonEndpoints"] == {"kubeletEndpoint": {"Port": 0}}
+    assert node["status"]["nodeInfo"] == {
+        key: ""
+        for key in (
+            "machineID",
+            "systemUUID",
+            "bootID",
+            "kernelVersion",
+            "osImage",
+            "containerRuntimeVersion",
+            "kubeletVersion",
+            "kubeProxyVersion",
+            "operatingSystem",
+            "architecture",
+        )
+    }
+    partial: dict[str, Any] = {"status": {"nodeInfo": {"kubeletVersion": "v1.32.0"}}}
+    fill_serialised("Node", partial)
+    assert partial["status"]["nodeInfo"]["kubeletVersion"] == "v1.32.0"
+    assert partial["status"]["nodeInfo"]["bootID"] == ""
+    event: dict[str, Any] = {"metadata": {"name": "e"}, "reason": "R"}
+    fill_serialised("Event", event)
+    assert event["involvedObject"] == {} and event["source"] == {}
+    assert event["reportingComponent"] == "" and event["reportingInstance"] == ""
+
+
+def test_filling_keeps_what_is_there_and_is_idempotent() -> None:
+    rc: dict[str, Any] = {"status": {"replicas": 3, "readyReplicas": 2}}
+    fill_serialised("ReplicationController", rc)
+    assert rc["status"] == {"replicas": 3, "readyReplicas": 2}
+    odd: dict[str, Any] = {"status": {"replicas": "three"}, "spec": []}
+    fill_serialised("ReplicaSet", odd)  # wrong types are validation's to report
+    assert odd["status"] == {"replicas": "three"} and odd["spec"] == []
+    node: dict[str, Any] = {}
+    fill_serialised("Node", node)
+    once = copy.deepcopy(node)
+    fill_serialised("Node", node)
+    assert node == once
+    fill_serialised("NoSuchKind", node)
+    fill_serialised(None, node)
+    fill_serialised("Node", "not an object")  # does not raise
+
+
+def test_zero_values_are_fresh_for_every_object() -> None:
+    a: dict[str, Any] = {}
+    b: dict[str, Any] = {}
+    fill_serialised("Node", a)
+    fill_serialised("Node", b)
+    a["status"]["nodeInfo"]["bootID"] = "changed"
+    a["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"] = 10250
+    assert b["status"]["nodeInfo"]["bootID"] == ""
+    assert b["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"] == 0
+
+
+@pytest.mark.parametrize(
+    "model,obj",
+    [
+        (ReplicationController, {"spec": {"selector": {"a": "b"}}, "status": {}}),
+        (ReplicaSet, {"metadata": {"name": "x"}, "spec": {"replicas": 1}}),
+        (
+            Pod,
+            {
+                "spec": {"containers": [{"name": "c"}]},
+                "status": {"containerStatuses": [{"name": "c", "state": {"terminated": {}}}]},
+            },
+        ),
+        (Node, {"status": {"nodeInfo": {"osImage": "x"}, "daemonEndpoints": {}}}),
+        (Event, {"metadata": {"name": "e"}}),
+    ],
+)
+def test_filling_adds_what_a_model_round_trip_adds(model: Any, obj: dict[str, Any]) -> None:
+    """``fill_serialised`` is the cheap form of ``Model.model_validate(obj).to_dict()``."""
+    filled = copy.deepcopy(obj)
+    model.fill_serialised(filled)
+    assert filled == model.model_validate(copy.deepcopy(obj)).to_dict()
+
+
+def test_served_kind_names_are_unique() -> None:
+    """``apply_defaults`` and ``fill_serialised`` find a kind's rules by its name alone."""
+    kinds = [rt.kind for rt in REGISTRY]
+    assert len(kinds) == len(set(kinds))
