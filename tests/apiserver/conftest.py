@@ -11,6 +11,7 @@ itself (aiohttp's line reader refuses lines over 128 KiB).
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 from collections.abc import Awaitable, Callable
@@ -94,6 +95,17 @@ class Api:
         return await self.ok(
             "POST", f"/api/v1/namespaces/{ns}/pods", pod(name, labels=labels, **spec)
         )
+
+    async def raw_exchange(self, request: bytes) -> bytes:
+        """Send ``request`` bytes on a fresh connection; all the server sends until it closes."""
+        server = self.client.server
+        reader, writer = await asyncio.open_connection(server.host, server.port)
+        try:
+            writer.write(request)
+            await writer.drain()
+            return await asyncio.wait_for(reader.read(), timeout=30)
+        finally:
+            writer.close()
 
     def watch(self, path: str, **params: Any) -> Any:
         """``async with api.watch(path, resourceVersion=...) as resp`` — a watch request."""

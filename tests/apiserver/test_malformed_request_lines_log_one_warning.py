@@ -8,12 +8,11 @@ socket, so aiohttp's own parser and its own ``aiohttp.server`` logger are what i
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 import pytest
 
-from tests.apiserver.conftest import Api, MakeApi
+from tests.apiserver.conftest import MakeApi
 
 MALFORMED = {
     "nul in request line": b"GET /\x00 HTTP/1.1\r\nHost: x\r\n\r\n",
@@ -23,24 +22,13 @@ MALFORMED = {
 }
 
 
-async def exchange(api: Api, request: bytes) -> bytes:
-    server = api.client.server
-    reader, writer = await asyncio.open_connection(server.host, server.port)
-    try:
-        writer.write(request)
-        await writer.drain()
-        return await asyncio.wait_for(reader.read(), timeout=30)
-    finally:
-        writer.close()
-
-
 @pytest.mark.parametrize("raw", list(MALFORMED.values()), ids=list(MALFORMED))
 async def test_malformed_request_is_400_and_one_warning_line(
     make_api: MakeApi, raw: bytes, caplog: pytest.LogCaptureFixture
 ) -> None:
     api = await make_api("memory")
     caplog.set_level(logging.DEBUG, logger="aiohttp.server")
-    answer = await exchange(api, raw)
+    answer = await api.raw_exchange(raw)
     assert answer.split(b"\r\n")[0].split(b" ")[1] == b"400", answer[:200]
     records = [r for r in caplog.records if r.name == "aiohttp.server"]
     assert [r.levelname for r in records] == ["WARNING"], [r.getMessage() for r in records]

@@ -7,29 +7,15 @@ chunk anyway and answered 500.
 
 from __future__ import annotations
 
-import asyncio
 import json
 
-from tests.apiserver.conftest import Api, MakeApi
-
-
-async def raw_exchange(api: Api, request: bytes) -> bytes:
-    """Send ``request`` on a fresh connection; everything the server sends until it closes."""
-    server = api.client.server
-    reader, writer = await asyncio.open_connection(server.host, server.port)
-    try:
-        writer.write(request)
-        await writer.drain()
-        return await asyncio.wait_for(reader.read(), timeout=30)
-    finally:
-        writer.close()
+from tests.apiserver.conftest import MakeApi
 
 
 async def test_http10_watch_is_unchunked_and_ends_with_the_connection(make_api: MakeApi) -> None:
     api = await make_api("memory")
     await api.create_pod("p")
-    answer = await raw_exchange(
-        api,
+    answer = await api.raw_exchange(
         b"GET /api/v1/namespaces/default/pods?watch=1&resourceVersion=0&timeoutSeconds=1 "
         b"HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n",
     )
@@ -46,8 +32,7 @@ async def test_http10_watch_is_unchunked_and_ends_with_the_connection(make_api: 
 async def test_http11_watch_is_still_chunked(make_api: MakeApi) -> None:
     api = await make_api("memory")
     await api.create_pod("p")
-    answer = await raw_exchange(
-        api,
+    answer = await api.raw_exchange(
         b"GET /api/v1/namespaces/default/pods?watch=1&resourceVersion=0&timeoutSeconds=1 "
         b"HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
     )
