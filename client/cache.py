@@ -133,11 +133,6 @@ class Indexer:
     def by_index(self, index: str, value: str) -> builtins.list[dict[str, Any]]:
         return [self._items[k] for k in self.index_keys(index, value)]
 
-    def index_values(self, index: str) -> builtins.list[str]:
-        if index not in self._indices:
-            raise KeyError(f"no index named {index!r}")
-        return list(self._indices[index])
-
     def __len__(self) -> int:
         return len(self._items)
 

@@ -74,10 +74,6 @@ class Predicate:
             index=index,
         )
 
-    @property
-    def selects_all(self) -> bool:
-        return self.namespace is None and self.labels is None and self.fields is None
-
     def matches(self, obj: Mapping[str, Any]) -> bool:
         meta = obj.get("metadata") or {}
         if self.namespace is not None and meta.get("namespace") != self.namespace:

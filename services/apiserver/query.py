@@ -25,7 +25,6 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from aiohttp import web
 from multidict import MultiMapping
 
 from api.errors import BadRequest
@@ -167,12 +166,6 @@ class ListOptions:
     allow_watch_bookmarks: bool = False
     send_initial_events: bool | None = None
     include_object: str = "Metadata"
-
-    @classmethod
-    def from_request(
-        cls, request: web.Request, rt: ResourceType, *, namespace: str | None
-    ) -> ListOptions:
-        return cls.parse(request.query, rt, namespace=namespace)
 
     @classmethod
     def parse(

@@ -180,9 +180,5 @@ class SchedulerCache:
         return key in self._pod_node
 
     @property
-    def assumed_count(self) -> int:
-        return len(self._assumed)
-
-    @property
     def pod_count(self) -> int:
         return len(self._pod_node)

@@ -105,10 +105,6 @@ class Status:
     def error(cls, message: str) -> Status:
         return cls(Code.ERROR, (message,))
 
-    @property
-    def is_rejection(self) -> bool:
-        return self.code in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
-
     def with_plugin(self, name: str) -> Status:
         return Status(self.code, self.reasons, name)
 

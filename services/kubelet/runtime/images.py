@@ -156,9 +156,6 @@ class ImageStore:
         except (OSError, ValueError):
             self._present = set()
 
-    def is_present(self, image: str) -> bool:
-        return normalize_image(image) in self._present
-
     def pull(self, image: str, *, policy: str) -> tuple[ImageRef, bool]:
         """Resolve under ``policy``; return the image and whether it was already present.
 
