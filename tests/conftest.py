@@ -1,23 +1,31 @@
 """Fixtures shared by every test package.
 
-``apiserver_process``: a factory starting real ``python -m services.apiserver`` subprocesses
-on free loopback ports (SQLite in the test's tmp dir by default, so SIGKILL + restart keeps
-state); everything it started is stopped at teardown. See ``tests/apiserver_process.py``.
+Real component processes come from the ``kubelite.testing`` plugin (``kubelite_processes``,
+``kubelite_control_plane``; ``kubelite/testing/process.py`` is the one launcher). Here:
+
+* ``apiserver_process``: ``kubelite_processes.apiserver`` — ``apiserver_process(store=...,
+  args=...)`` starts a real apiserver (SQLite in the test's tmp dir by default, so SIGKILL +
+  restart keeps state); stopped at teardown.
+* ``session_processes``: the same factory for the whole session (one apiserver shared by the
+  tests of a module or package, kept apart by namespace and name).
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Callable, Generator, Iterator, Sequence
-from pathlib import Path
+from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
 import pytest
 
-from tests.apiserver_process import ApiServerProcess
+pytest_plugins = ["kubelite.testing"]
+# imported here too (for types): mark it for assertion rewriting before that import
+pytest.register_assert_rewrite("kubelite.testing")
 
-StartApiServer = Callable[..., ApiServerProcess]
+from kubelite.testing import ComponentProcess, Processes  # noqa: E402
+
+StartApiServer = Callable[..., ComponentProcess]
 
 
 # Work-around: looptime (0.9) asks the event-loop policy for a loop in *every* test that has
@@ -56,20 +64,14 @@ def _no_implicit_event_loop() -> None:
 
 
 @pytest.fixture
-def apiserver_process(tmp_path: Path) -> Iterator[StartApiServer]:
-    started: list[ApiServerProcess] = []
+def apiserver_process(kubelite_processes: Processes) -> StartApiServer:
+    return kubelite_processes.apiserver
 
-    def start(*, store: str | None = None, args: Sequence[str] = ()) -> ApiServerProcess:
-        n = len(started)
-        proc = ApiServerProcess(
-            store=store or f"sqlite:///{tmp_path}/apiserver-{n}.db",
-            state_dir=tmp_path / f"apiserver-{n}",
-            log_path=tmp_path / f"apiserver-{n}.log",
-            args=args,
-        )
-        started.append(proc)
-        return proc.start()
 
-    yield start
-    for proc in started:
-        proc.stop()
+@pytest.fixture(scope="session")
+def session_processes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Processes]:
+    processes = Processes(tmp_path_factory.mktemp("session-processes"))
+    try:
+        yield processes
+    finally:
+        processes.stop_all()

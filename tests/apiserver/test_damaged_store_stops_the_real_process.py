@@ -25,9 +25,9 @@ import aiohttp
 import pytest
 
 from api.registry import REGISTRY
+from kubelite.testing import ComponentProcess
 from store import open_store
 from tests.apiserver.conftest import pod
-from tests.apiserver_process import ApiServerProcess, free_port
 from tests.store.test_sqlite_refuses_damaged_files import PAGE, damage, page_headers
 
 pytestmark = pytest.mark.e2e
@@ -77,7 +77,7 @@ def run_refused(args: list[str], *, user: str | None = None) -> str:
             "-m",
             "services.apiserver",
             "--insecure-port",
-            str(free_port()),
+            "0",
             *args,
         ],
         capture_output=True,
@@ -179,8 +179,7 @@ async def test_damage_found_while_serving_answers_503_and_stops_the_server(
     # ~10 MB of pods: far more than SQLite's page caches (2 MB per connection) hold, so a full
     # list reads damaged pages from the file
     await make_cluster_database(db, pods=4000)
-    server: ApiServerProcess = await asyncio.to_thread(apiserver_process, store=f"sqlite://{db}")
-    assert server.proc is not None
+    server: ComponentProcess = await asyncio.to_thread(apiserver_process, store=f"sqlite://{db}")
     damage(db, offsets=page_headers(db, first=8, every=16))
     async with aiohttp.ClientSession(server.url) as session:
         async with session.get("/api/v1/pods") as resp:  # no resourceVersion: read from the store
@@ -190,7 +189,7 @@ async def test_damage_found_while_serving_answers_503_and_stops_the_server(
     assert status["message"].startswith(
         "the storage of this apiserver has failed: the database is damaged"
     )
-    assert await asyncio.to_thread(server.proc.wait, EXIT_BOUND) == 1
+    assert await server.wait_exit(within=EXIT_BOUND) == 1
     log = server.log_path.read_text()
     assert "Traceback" not in log, log
     [last] = [line for line in log.splitlines() if line.startswith("kubelite apiserver:")]

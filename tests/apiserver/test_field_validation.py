@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +19,9 @@ import kubernetes.client as k8s
 import pytest
 
 from api.registry import REGISTRY
+from kubelite.testing import ComponentProcess, Processes
 from services.apiserver.fieldvalidation import unknown_fields
 from tests.apiserver.conftest import Api, MakeApi, pod
-from tests.apiserver_process import ApiServerProcess
 from tests.kubectl.harness import Kubectl, kubectl_binary
 
 Obj = dict[str, Any]
@@ -278,21 +277,14 @@ spec:
 
 
 @pytest.fixture(scope="module")
-def apiserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServerProcess]:
-    base = tmp_path_factory.mktemp("fieldvalidation")
-    proc = ApiServerProcess(
-        store="memory://", state_dir=base / "state", log_path=base / "apiserver.log"
-    ).start()
-    try:
-        yield proc
-    finally:
-        proc.stop()
+def apiserver(session_processes: Processes) -> ComponentProcess:
+    return session_processes.apiserver(store="memory://")
 
 
 @pytest.mark.kubectl
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="NO kubectl ON THE PATH")
 def test_kubectl_strict_by_default_warn_and_false(
-    apiserver: ApiServerProcess, tmp_path: Path
+    apiserver: ComponentProcess, tmp_path: Path
 ) -> None:
     binary = kubectl_binary()
     assert binary is not None

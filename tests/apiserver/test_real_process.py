@@ -11,8 +11,8 @@ from typing import Any
 import aiohttp
 import pytest
 
+from kubelite.testing import ComponentProcess
 from tests.apiserver.conftest import pod
-from tests.apiserver_process import ApiServerProcess
 
 pytestmark = pytest.mark.e2e
 
@@ -34,7 +34,7 @@ async def read_events(resp: aiohttp.ClientResponse, sink: list[dict[str, Any]]) 
 
 
 async def test_kill_9_keeps_every_acknowledged_object_and_watches_resume(apiserver_process) -> None:
-    server: ApiServerProcess = await asyncio.to_thread(apiserver_process)
+    server: ComponentProcess = await asyncio.to_thread(apiserver_process)
     acked: dict[str, int] = {}
     async with aiohttp.ClientSession(server.url) as session:
         async with session.get(PODS) as resp:
@@ -96,7 +96,7 @@ async def test_kill_9_keeps_every_acknowledged_object_and_watches_resume(apiserv
 
 
 async def test_official_kubernetes_client_create_list_watch(apiserver_process) -> None:
-    server: ApiServerProcess = await asyncio.to_thread(apiserver_process, store="memory://")
+    server: ComponentProcess = await asyncio.to_thread(apiserver_process, store="memory://")
     await asyncio.to_thread(_drive_official_client, server.url)
 
 
@@ -159,7 +159,7 @@ async def test_every_kind_over_the_real_process(apiserver_process) -> None:
     """CRUD and a label-selected watch of each kind against ``python -m services.apiserver``."""
     from tests.apiserver.test_crud_of_each_kind import KINDS
 
-    server: ApiServerProcess = await asyncio.to_thread(apiserver_process)
+    server: ComponentProcess = await asyncio.to_thread(apiserver_process)
     async with aiohttp.ClientSession(server.url) as session:
         for kind, (collection, body) in sorted(KINDS.items()):
             async with session.get(collection) as resp:

@@ -21,9 +21,9 @@ from typing import Any
 import aiohttp
 import pytest
 
+from kubelite.testing import ComponentProcess
 from tests.apiserver.conftest import EventReader, pod
 from tests.apiserver.test_inflight_limits_answer_429 import TOO_MANY
-from tests.apiserver_process import ApiServerProcess
 from tests.kubectl.harness import kubectl_binary
 
 pytestmark = pytest.mark.e2e
@@ -73,7 +73,7 @@ class HeldPost:
 async def test_over_the_limits_429_watches_exempt_then_normal_service(
     apiserver_process: Any,
 ) -> None:
-    server: ApiServerProcess = await asyncio.to_thread(
+    server: ComponentProcess = await asyncio.to_thread(
         apiserver_process, store="memory://", args=LIMITS
     )
     async with (
@@ -130,7 +130,7 @@ async def test_kubectl_waits_out_a_429_and_its_retry_succeeds(
     binary = kubectl_binary()
     if binary is None:
         pytest.skip("no kubectl on the PATH")
-    server: ApiServerProcess = await asyncio.to_thread(
+    server: ComponentProcess = await asyncio.to_thread(
         apiserver_process, store="memory://", args=LIMITS
     )
     async with HeldPost(server.port, pod("held")) as held:
@@ -141,7 +141,7 @@ async def test_kubectl_waits_out_a_429_and_its_retry_succeeds(
 
 
 async def _kubectl_create_retried_after_429(
-    binary: str, server: ApiServerProcess, held: HeldPost, tmp_path: Path
+    binary: str, server: ComponentProcess, held: HeldPost, tmp_path: Path
 ) -> None:
     proc = await asyncio.create_subprocess_exec(
         binary,

@@ -12,9 +12,9 @@ from typing import Any
 import aiohttp
 import pytest
 
+from kubelite.testing import ComponentProcess
 from services.apiserver.connections import default_max_connections
 from tests.apiserver.conftest import EventReader, pod
-from tests.apiserver_process import ApiServerProcess
 
 pytestmark = pytest.mark.e2e
 
@@ -31,7 +31,7 @@ async def _closed_by_server(reader: asyncio.StreamReader) -> bytes:
 
 
 async def test_half_a_request_line_is_dropped_and_a_watch_lives_on(apiserver_process: Any) -> None:
-    server: ApiServerProcess = await asyncio.to_thread(
+    server: ComponentProcess = await asyncio.to_thread(
         apiserver_process, store="memory://", args=["--request-header-timeout=1"]
     )
     async with aiohttp.ClientSession(server.url) as session:
@@ -55,7 +55,7 @@ async def test_half_a_request_line_is_dropped_and_a_watch_lives_on(apiserver_pro
 async def test_connections_over_the_cap_get_503_and_the_server_serves_on(
     apiserver_process: Any,
 ) -> None:
-    server: ApiServerProcess = await asyncio.to_thread(
+    server: ComponentProcess = await asyncio.to_thread(
         apiserver_process,
         store="memory://",
         args=["--max-open-connections=2", "--request-header-timeout=1"],

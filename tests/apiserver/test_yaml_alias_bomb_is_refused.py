@@ -19,8 +19,8 @@ from typing import Any
 import aiohttp
 import pytest
 
+from kubelite.testing import ComponentProcess
 from tests.apiserver.conftest import MakeApi
-from tests.apiserver_process import ApiServerProcess
 
 PODS = "/api/v1/namespaces/default/pods"
 
@@ -121,7 +121,7 @@ async def readyz_gaps_while_pending(
     ids=["bomb", "bomb without content type", "400 KB yaml"],
 )
 async def test_readyz_answers_while_a_body_is_decoded(
-    apiserver_process: Callable[..., ApiServerProcess],
+    apiserver_process: Callable[..., ComponentProcess],
     body: bytes,
     content_type: str,
     code: int,

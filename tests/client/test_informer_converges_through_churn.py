@@ -15,7 +15,7 @@ from client.backoff import BackoffPolicy
 from client.informer import Informer
 from client.reflector import ReflectorOptions
 from client.rest import ApiClient
-from tests.apiserver_process import ApiServerProcess
+from kubelite.testing import ComponentProcess
 from tests.client.ledger import PODS, Ledger, churn, sentinel, server_state
 from tests.conftest import StartApiServer
 
@@ -67,7 +67,7 @@ async def run_churn(client: ApiClient, *, ops: int, seed: int, counts: Counter[s
 async def test_informer_converges_through_1000_random_changes(
     apiserver_process: StartApiServer,
 ) -> None:
-    server: ApiServerProcess = apiserver_process()
+    server: ComponentProcess = apiserver_process()
     async with ApiClient(server=server.url) as client:
         assert PODS is not None
         informer = Informer(client, PODS, reflector_options=FAST)

@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 
 from client.rest import ApiClient
-from tests.apiserver_process import ApiServerProcess
+from kubelite.testing import ComponentProcess
 from tests.controller_manager.harness import ControllerManagerProcess
 
 
 @dataclass
 class Cluster:
-    api: ApiServerProcess
+    api: ComponentProcess
     cm: ControllerManagerProcess
     client: ApiClient
     tmp_path: Path
@@ -44,7 +44,7 @@ def cm_args() -> tuple[str, ...]:
 
 @pytest.fixture
 async def cluster(
-    apiserver_process: Callable[..., ApiServerProcess], tmp_path: Path, cm_args: tuple[str, ...]
+    apiserver_process: Callable[..., ComponentProcess], tmp_path: Path, cm_args: tuple[str, ...]
 ) -> AsyncIterator[Cluster]:
     api = apiserver_process(store="memory://")
     client = ApiClient(server=api.url)

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.apiserver_process import ApiServerProcess
+from kubelite.testing import ComponentProcess
 from tests.kubectl import manifests
 from tests.kubectl.harness import Kubectl, kubectl_binary
 
@@ -121,7 +121,7 @@ def test_debug_node_creates_a_host_pod_on_that_node(kubectl: Kubectl) -> None:
 
 @pytest.mark.parametrize("minor", [31, 33])
 def test_other_kubectl_minors_create_namespaces_and_deployments(
-    minor: int, kubectl_apiserver: ApiServerProcess, tmp_path: Path
+    minor: int, kubectl_apiserver: ComponentProcess, tmp_path: Path
 ) -> None:
     """1.33 sends protobuf like 1.32; 1.31 still sends JSON. Both must work."""
     binary = kubectl_binary(minor)

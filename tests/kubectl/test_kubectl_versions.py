@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.apiserver_process import ApiServerProcess
+from kubelite.testing import ComponentProcess
 from tests.kubectl import manifests
 from tests.kubectl.harness import Kubectl, kubectl_binary
 
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.kubectl
 
 @pytest.mark.parametrize("minor", [29, 30, 31, 32, 33])
 def test_kubectl_minor_applies_lists_and_labels(
-    minor: int, kubectl_apiserver: ApiServerProcess, tmp_path: Path
+    minor: int, kubectl_apiserver: ComponentProcess, tmp_path: Path
 ) -> None:
     binary = kubectl_binary(minor)
     if binary is None:

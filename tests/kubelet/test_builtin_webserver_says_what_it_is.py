@@ -16,30 +16,29 @@ import aiohttp
 import pytest
 
 from services.kubelet.runtime.images import ImageCatalog
-from tests.apiserver_process import free_port
 
 pytestmark = pytest.mark.timeout(60)
 
 SOFTWARE = f"kubelite-webserver/{version('kubelite')}"
 
 
-async def _serve(image: str, port: int) -> asyncio.subprocess.Process:
+async def _serve(image: str) -> tuple[asyncio.subprocess.Process, int]:
+    """The built-in web server on a port of its choosing; the process and that port."""
     ref, _ = ImageCatalog().lookup(image)
-    env = {**os.environ, **ref.env, "POD_IP": "127.0.0.1", "KUBELITE_PORT": str(port)}
+    env = {**os.environ, **ref.env, "POD_IP": "127.0.0.1", "KUBELITE_PORT": "0"}
     proc = await asyncio.create_subprocess_exec(
         *ref.entrypoint, *ref.cmd, env=env, stderr=asyncio.subprocess.PIPE
     )
     assert proc.stderr is not None
     async with asyncio.timeout(30):
-        while b"start worker processes" not in await proc.stderr.readline():
-            assert proc.returncode is None, "the web server exited before listening"
-    return proc
+        while b"start worker processes on " not in (line := await proc.stderr.readline()):
+            assert line, "the web server exited before listening"
+    return proc, int(line.rsplit(b":", 1)[1])
 
 
 @pytest.mark.parametrize("image", ["nginx", "nginx:1.25", "nginx:1.27.3", "nginxinc/nginx:1.0"])
 async def test_server_header_names_kubelite_for_every_nginx_tag(image: str) -> None:
-    port = free_port()
-    proc = await _serve(image, port)
+    proc, port = await _serve(image)
     try:
         async with aiohttp.ClientSession() as session:
             async with session.get(f"http://127.0.0.1:{port}/") as resp:

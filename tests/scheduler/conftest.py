@@ -6,37 +6,28 @@ processes against it, stopped at teardown.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
-from tests.apiserver_process import ApiServerProcess
-from tests.scheduler.scheduler_process import SchedulerProcess
+from kubelite.testing import ComponentProcess, Processes
 
 # ---- e2e: a real apiserver and real scheduler processes ------------------------------------
 
 
 @pytest.fixture
-def api(apiserver_process: Callable[..., ApiServerProcess]) -> ApiServerProcess:
+def api(apiserver_process: Callable[..., ComponentProcess]) -> ComponentProcess:
     """A fresh apiserver on the memory store (nothing to restart in these tests)."""
     return apiserver_process(store="memory://")
 
 
 @pytest.fixture
 def start_scheduler(
-    api: ApiServerProcess, tmp_path: Path
-) -> Iterator[Callable[..., SchedulerProcess]]:
+    api: ComponentProcess, kubelite_processes: Processes
+) -> Callable[..., ComponentProcess]:
     """Factory: ``start_scheduler("--no-leader-elect", ...)`` -> a running scheduler process."""
-    started: list[SchedulerProcess] = []
 
-    def start(*args: str) -> SchedulerProcess:
-        proc = SchedulerProcess(
-            server=api.url, log_path=tmp_path / f"scheduler-{len(started)}.log", args=args
-        )
-        started.append(proc)
-        return proc.start()
+    def start(*args: str) -> ComponentProcess:
+        return kubelite_processes.scheduler(api.url, args=["--log-level", "debug", *args])
 
-    yield start
-    for proc in started:
-        proc.stop()
+    return start

@@ -13,10 +13,10 @@ import asyncio
 import pytest
 
 from client.rest import ApiClient
+from kubelite.testing import ComponentProcess
 from services.scheduler.config import SchedulerConfig, build_framework
 from services.scheduler.queue import SchedulingQueue
 from services.scheduler.scheduler import Scheduler
-from tests.apiserver_process import ApiServerProcess
 from tests.scheduler.cluster import NODES, PODS
 from tests.scheduler.factories import node_obj, pod_obj
 
@@ -27,7 +27,7 @@ async def _drain(sched: Scheduler) -> None:
     await asyncio.gather(*sched._binds, *sched._status_writes)
 
 
-async def test_conflicting_binding_is_left_to_the_watch(api: ApiServerProcess) -> None:
+async def test_conflicting_binding_is_left_to_the_watch(api: ComponentProcess) -> None:
     async with ApiClient(server=api.url) as client:
         await client.create(NODES, node_obj("node1", cpu="4"))
         body = pod_obj("raced", cpu="1")
@@ -51,7 +51,7 @@ async def test_conflicting_binding_is_left_to_the_watch(api: ApiServerProcess) -
         assert sched.metrics.attempts.get(result="scheduled", profile="default-scheduler") == 0
 
 
-async def test_binding_a_pod_that_is_gone_is_dropped(api: ApiServerProcess) -> None:
+async def test_binding_a_pod_that_is_gone_is_dropped(api: ComponentProcess) -> None:
     async with ApiClient(server=api.url) as client:
         await client.create(NODES, node_obj("node1"))
         body = pod_obj("ghost")

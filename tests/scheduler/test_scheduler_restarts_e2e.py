@@ -18,9 +18,9 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.apiserver_process import ApiServerProcess
+from kubelite.testing import ComponentProcess
+from kubelite.testing.metrics import metric
 from tests.scheduler.cluster import PODS, cluster_at
-from tests.scheduler.scheduler_process import SchedulerProcess
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -34,7 +34,7 @@ BIND_CONCURRENCY = 32
 
 
 async def test_scheduler_killed_mid_burst_and_restarted_binds_every_pod_exactly_once(
-    api: ApiServerProcess, start_scheduler: Callable[..., SchedulerProcess]
+    api: ComponentProcess, start_scheduler: Callable[..., ComponentProcess]
 ) -> None:
     async with cluster_at(api.url) as cluster:
         for i in range(4):
@@ -60,8 +60,11 @@ async def test_scheduler_killed_mid_burst_and_restarted_binds_every_pod_exactly_
         rebound = {k: v for k, v in cluster.node_history.items() if len(v) > 1}
         assert rebound == {}
         assert set(cluster.bound()) == {f"default/{n}" for n in names + late}
-        scheduled = second.metric(
-            "scheduler_schedule_attempts_total", profile="default-scheduler", result="scheduled"
+        scheduled = metric(
+            second.url,
+            "scheduler_schedule_attempts_total",
+            profile="default-scheduler",
+            result="scheduled",
         )
         # the killed process may have landed its in-flight bindings after that read; the new
         # one binds the rest (the late pods at least) and nothing twice
@@ -72,7 +75,7 @@ async def test_scheduler_killed_mid_burst_and_restarted_binds_every_pod_exactly_
 
 
 async def test_only_the_leader_schedules_and_the_standby_takes_over(
-    api: ApiServerProcess, start_scheduler: Callable[..., SchedulerProcess]
+    api: ComponentProcess, start_scheduler: Callable[..., ComponentProcess]
 ) -> None:
     async with cluster_at(api.url) as cluster:
         await cluster.add_node("node1")
@@ -81,15 +84,18 @@ async def test_only_the_leader_schedules_and_the_standby_takes_over(
         await cluster.add_pods([f"one-{i}" for i in range(5)])
         await cluster.until(lambda: len(cluster.bound()) == 5, within=30, what="5 bound")
 
-        def attempts(s: SchedulerProcess) -> float:
-            return s.metric(
-                "scheduler_schedule_attempts_total", profile="default-scheduler", result="scheduled"
+        def attempts(s: ComponentProcess) -> float:
+            return metric(
+                s.url,
+                "scheduler_schedule_attempts_total",
+                profile="default-scheduler",
+                result="scheduled",
             )
 
         leaders = [
             s
             for s in (a, b)
-            if s.metric("leader_election_master_status", name="kube-scheduler") == 1
+            if metric(s.url, "leader_election_master_status", name="kube-scheduler") == 1
         ]
         assert len(leaders) == 1
         leader = leaders[0]
@@ -102,5 +108,5 @@ async def test_only_the_leader_schedules_and_the_standby_takes_over(
         # the standby waits out the 10 s lease, then binds: awaited on the pods' watch
         await cluster.until(lambda: len(cluster.bound()) == 10, within=60, what="standby binds")
         assert attempts(standby) == 5
-        assert standby.metric("leader_election_master_status", name="kube-scheduler") == 1
+        assert metric(standby.url, "leader_election_master_status", name="kube-scheduler") == 1
         assert standby.stop() == 0  # SIGTERM: clean exit

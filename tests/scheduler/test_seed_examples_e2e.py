@@ -16,15 +16,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.apiserver_process import ApiServerProcess
+from kubelite.testing import ComponentProcess
+from kubelite.testing.metrics import metric
 from tests.scheduler.cluster import cluster_at
-from tests.scheduler.scheduler_process import SchedulerProcess
 
 pytestmark = pytest.mark.e2e
 
 
 async def test_pod_naming_a_node_skips_the_scheduler(
-    api: ApiServerProcess, start_scheduler: Callable[..., SchedulerProcess]
+    api: ComponentProcess, start_scheduler: Callable[..., ComponentProcess]
 ) -> None:
     sched = start_scheduler()
     async with cluster_at(api.url) as cluster:
@@ -40,8 +40,11 @@ async def test_pod_naming_a_node_skips_the_scheduler(
         assert cluster.pod_events("pinned") == []
         # the scheduler tried exactly one pod: the one without a node
         assert (
-            sched.metric(
-                "scheduler_schedule_attempts_total", profile="default-scheduler", result="scheduled"
+            metric(
+                sched.url,
+                "scheduler_schedule_attempts_total",
+                profile="default-scheduler",
+                result="scheduled",
             )
             == 1
         )
@@ -50,7 +53,7 @@ async def test_pod_naming_a_node_skips_the_scheduler(
 @pytest.mark.kubectl
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
 async def test_kubectl_label_then_node_selector_lands_on_the_labelled_node(
-    api: ApiServerProcess, start_scheduler: Callable[..., SchedulerProcess], tmp_path: Path
+    api: ComponentProcess, start_scheduler: Callable[..., ComponentProcess], tmp_path: Path
 ) -> None:
     start_scheduler()
     async with cluster_at(api.url) as cluster:

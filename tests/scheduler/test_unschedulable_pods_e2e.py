@@ -9,9 +9,9 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.apiserver_process import ApiServerProcess
+from kubelite.testing import ComponentProcess
+from kubelite.testing.metrics import metric
 from tests.scheduler.cluster import cluster_at
-from tests.scheduler.scheduler_process import SchedulerProcess
 
 pytestmark = pytest.mark.e2e
 
@@ -19,7 +19,7 @@ SELECTOR_MESSAGE = "0/2 nodes are available: 2 node(s) didn't match Pod's node a
 
 
 async def test_unmatched_selector_is_pending_with_reason_until_a_node_is_labelled(
-    api: ApiServerProcess, start_scheduler: Callable[..., SchedulerProcess]
+    api: ComponentProcess, start_scheduler: Callable[..., ComponentProcess]
 ) -> None:
     sched = start_scheduler()
     async with cluster_at(api.url) as cluster:
@@ -49,7 +49,7 @@ async def test_unmatched_selector_is_pending_with_reason_until_a_node_is_labelle
         )
         assert cluster.node_of("picky") == ""
         # parked, not retried in a loop: our own status write did not wake it up
-        assert sched.metric("scheduler_pending_pods", queue="unschedulable") == 1
+        assert metric(sched.url, "scheduler_pending_pods", queue="unschedulable") == 1
 
         await cluster.label_node("node2", {"zz": "cxk"})
         await cluster.until(lambda: bool(cluster.node_of("picky")), within=20, what="picky bound")
@@ -60,7 +60,7 @@ async def test_unmatched_selector_is_pending_with_reason_until_a_node_is_labelle
 
 
 async def test_ten_one_cpu_pods_onto_two_four_cpu_nodes(
-    api: ApiServerProcess, start_scheduler: Callable[..., SchedulerProcess]
+    api: ComponentProcess, start_scheduler: Callable[..., ComponentProcess]
 ) -> None:
     sched = start_scheduler()
     async with cluster_at(api.url) as cluster:
@@ -84,8 +84,8 @@ async def test_ten_one_cpu_pods_onto_two_four_cpu_nodes(
             messages = {e["message"] for e in cluster.pod_events(name, "FailedScheduling")}
             assert messages == {"0/2 nodes are available: 2 Insufficient cpu."}
         assert (
-            sched.metric("scheduler_pending_pods", queue="unschedulable")
-            + sched.metric("scheduler_pending_pods", queue="backoff")
+            metric(sched.url, "scheduler_pending_pods", queue="unschedulable")
+            + metric(sched.url, "scheduler_pending_pods", queue="backoff")
             == 2
         )
 

@@ -129,7 +129,8 @@ def main() -> int:
     signal.signal(signal.SIGQUIT, stop)
     stamp = time.strftime("%Y/%m/%d %H:%M:%S")
     sys.stderr.write(f"{stamp} [notice] 1#1: {SOFTWARE}, standing in for the nginx image\n")
-    sys.stderr.write(f"{stamp} [notice] 1#1: start worker processes on {host}:{port}\n")
+    bound = server.server_address[1]  # KUBELITE_PORT=0 binds any free port
+    sys.stderr.write(f"{stamp} [notice] 1#1: start worker processes on {host}:{bound}\n")
     sys.stderr.flush()
     server.serve_forever(poll_interval=0.1)
     server.server_close()

@@ -1,0 +1,157 @@
+"""``kubelite.testing``: a pytest plugin that runs a real kubelite control plane for your tests.
+
+What envtest is for controller-runtime: an operator's tests talk to a real apiserver (and, if
+they want pods to get scheduled and run, a real scheduler, controller-manager and simulated
+kubelet), each its own OS process on loopback. Enable it in a ``conftest.py``::
+
+    pytest_plugins = ["kubelite.testing"]
+
+Fixtures:
+
+* ``kubelite_processes``: a ``Processes`` factory — ``.apiserver()``, ``.scheduler(server)``,
+  ``.controller_manager(server)``, ``.kubelet(server, node_name)`` start (and wait for) one
+  component each, logs in the test's tmp dir; every process it started is stopped at teardown,
+  newest first.
+* ``kubelite_control_plane``: a whole control plane — the apiserver over the memory store, the
+  scheduler, the controller-manager and one ``kubelet --runtime sim`` hosting two nodes
+  (``sim-0``, ``sim-1``) — as a ``ControlPlane`` with ``url`` and a ``kubeconfig`` file.
+* ``kubelite_apiserver``: the apiserver alone (memory store); its URL is ``.url``.
+
+Processes are started with port 0 and their ports read back (``kubelite.testing.process``), so
+any number of tests and control planes can run side by side on one host.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from kubelite.testing import components
+from kubelite.testing.process import ComponentFailed, ComponentProcess
+
+__all__ = [
+    "ComponentFailed",
+    "ComponentProcess",
+    "ControlPlane",
+    "Processes",
+    "kubeconfig",
+]
+
+
+def kubeconfig(server: str) -> str:
+    """A kubeconfig naming ``server`` (plain HTTP on loopback, no credentials)."""
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "kubelite", "cluster": {"server": server}}],
+        "users": [{"name": "kubelite", "user": {}}],
+        "contexts": [{"name": "kubelite", "context": {"cluster": "kubelite", "user": "kubelite"}}],
+        "current-context": "kubelite",
+    }
+    return json.dumps(doc, indent=2) + "\n"
+
+
+class Processes:
+    """Starts components under ``root`` (state and logs); ``stop_all()`` stops them."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.started: list[ComponentProcess] = []
+
+    def _unique(self, stem: str) -> str:
+        return f"{stem}-{sum(p.name.startswith(stem) for p in self.started)}"
+
+    def _run(self, proc: ComponentProcess, start: bool) -> ComponentProcess:
+        self.started.append(proc)
+        return proc.start() if start else proc
+
+    def apiserver(
+        self, *, store: str | None = None, args: Sequence[str] = (), start: bool = True
+    ) -> ComponentProcess:
+        """An apiserver; SQLite in ``root`` unless ``store`` says otherwise (``memory://``)."""
+        key = self._unique("apiserver")
+        proc = components.apiserver(
+            store=store or f"sqlite:///{self.root / key}.db",
+            state_dir=self.root / key,
+            log_path=self.root / f"{key}.log",
+            args=args,
+        )
+        return self._run(proc, start)
+
+    def scheduler(
+        self, server: str, *, args: Sequence[str] = (), start: bool = True
+    ) -> ComponentProcess:
+        key = self._unique("scheduler")
+        proc = components.scheduler(server=server, log_path=self.root / f"{key}.log", args=args)
+        return self._run(proc, start)
+
+    def controller_manager(
+        self, server: str, *, args: Sequence[str] = (), start: bool = True
+    ) -> ComponentProcess:
+        key = self._unique("controller-manager")
+        proc = components.controller_manager(
+            server=server, log_path=self.root / f"{key}.log", args=args
+        )
+        return self._run(proc, start)
+
+    def kubelet(
+        self,
+        server: str,
+        node_name: str,
+        *,
+        runtime: str = "sim",
+        args: Sequence[str] = (),
+        start: bool = True,
+    ) -> ComponentProcess:
+        proc = components.kubelet(
+            server=server,
+            node_name=node_name,
+            runtime=runtime,
+            state_dir=self.root / f"kubelet-{node_name}",
+            log_path=self.root / f"kubelet-{node_name}.log",
+            args=args,
+        )
+        return self._run(proc, start)
+
+    def stop_all(self) -> None:
+        for proc in reversed(self.started):
+            proc.stop()
+
+    def tails(self, lines: int = 40) -> str:
+        return "\n".join(f"===== {p.log_path.name}\n{p.tail(lines)}" for p in self.started)
+
+
+@dataclass(frozen=True)
+class ControlPlane:
+    url: str
+    kubeconfig: Path
+    processes: Processes
+
+
+@pytest.fixture
+def kubelite_processes(tmp_path: Path) -> Iterator[Processes]:
+    processes = Processes(tmp_path)
+    try:
+        yield processes
+    finally:
+        processes.stop_all()
+
+
+@pytest.fixture
+def kubelite_apiserver(kubelite_processes: Processes) -> ComponentProcess:
+    return kubelite_processes.apiserver(store="memory://")
+
+
+@pytest.fixture
+def kubelite_control_plane(kubelite_processes: Processes, tmp_path: Path) -> ControlPlane:
+    api = kubelite_processes.apiserver(store="memory://")
+    kubelite_processes.scheduler(api.url)
+    kubelite_processes.controller_manager(api.url)
+    kubelite_processes.kubelet(api.url, "sim", args=["--nodes", "2"])
+    path = tmp_path / "kubeconfig"
+    path.write_text(kubeconfig(api.url))
+    return ControlPlane(url=api.url, kubeconfig=path, processes=kubelite_processes)
