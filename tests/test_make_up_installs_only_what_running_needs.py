@@ -7,6 +7,7 @@ what a fresh clone would run, without creating anything.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -20,7 +21,12 @@ pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="make is no
 
 def planned(target: str) -> list[str]:
     out = subprocess.run(
-        ["make", "-n", "-B", target], cwd=REPO, capture_output=True, text=True, check=True
+        ["make", "--no-print-directory", "-n", "-B", target],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")},
     )
     return out.stdout.splitlines()
 
