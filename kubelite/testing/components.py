@@ -14,6 +14,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from kubelite.testing.process import ComponentProcess
 
@@ -25,7 +26,7 @@ def _py(module: str, *args: str) -> list[str]:
 
 
 def apiserver(
-    *, store: str, state_dir: Path, log_path: Path, args: Sequence[str] = (), **kw: object
+    *, store: str, state_dir: Path, log_path: Path, args: Sequence[str] = (), **kw: Any
 ) -> ComponentProcess:
     """The apiserver over ``store`` (``memory://`` or ``sqlite:///path``)."""
 
@@ -37,11 +38,11 @@ def apiserver(
         )  # fmt: skip
 
     state_dir.mkdir(parents=True, exist_ok=True)
-    return ComponentProcess(argv, name="apiserver", log_path=log_path, **kw)  # type: ignore[arg-type]
+    return ComponentProcess(argv, name="apiserver", log_path=log_path, state_dir=state_dir, **kw)
 
 
 def scheduler(
-    *, server: str, log_path: Path, args: Sequence[str] = (), name: str = "scheduler", **kw: object
+    *, server: str, log_path: Path, args: Sequence[str] = (), name: str = "scheduler", **kw: Any
 ) -> ComponentProcess:
     argv = _py("services.scheduler", "--server", server, "--port", "0", *args)
     return ComponentProcess(
@@ -50,7 +51,7 @@ def scheduler(
         component="scheduler",
         endpoint="health",
         log_path=log_path,
-        **kw,  # type: ignore[arg-type]
+        **kw,
     )
 
 
@@ -60,13 +61,13 @@ def controller_manager(
     log_path: Path,
     args: Sequence[str] = (),
     name: str = "controller-manager",
-    **kw: object,
+    **kw: Any,
 ) -> ComponentProcess:
     argv = _py("services.controller_manager", "--server", server, "--healthz-port", "0", *args)
     kw.setdefault("wait_ready", False)  # it prints no ready line yet
     return ComponentProcess(
         argv, name=name, component="controller-manager", endpoint="health", log_path=log_path,
-        **kw,  # type: ignore[arg-type]
+        **kw,
     )  # fmt: skip
 
 
@@ -78,7 +79,7 @@ def kubelet(
     log_path: Path,
     runtime: str = "sim",
     args: Sequence[str] = (),
-    **kw: object,
+    **kw: Any,
 ) -> ComponentProcess:
     """A kubelet for ``node_name`` (``runtime`` sim or process)."""
     argv = _py(
@@ -92,5 +93,6 @@ def kubelet(
         component="kubelet",
         endpoint="server",
         log_path=log_path,
-        **kw,  # type: ignore[arg-type]
+        state_dir=state_dir,
+        **kw,
     )

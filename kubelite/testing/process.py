@@ -83,6 +83,7 @@ class ComponentProcess:
         component: str | None = None,
         endpoint: str = "api",
         cwd: Path | None = None,
+        state_dir: Path | None = None,
         env: Mapping[str, str] | None = None,
         wait_ready: bool = True,
         ready_timeout: float = READY_TIMEOUT,
@@ -94,6 +95,8 @@ class ComponentProcess:
         self.endpoint = endpoint
         self.log_path = log_path
         self.cwd = cwd
+        self.state_dir = state_dir
+        """Where the component keeps its state (if it has one); for the test to inspect."""
         self.env = dict(env or {})
         self.wait_ready = wait_ready
         self.ready_timeout = ready_timeout

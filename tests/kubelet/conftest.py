@@ -3,24 +3,22 @@
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from api.registry import REGISTRY
 from client.rest import ApiClient
+from kubelite.testing import ComponentProcess, Processes
 from services.kubelet.runtime.base import PodSandbox
 from services.kubelet.runtime.images import ImageCatalog, ImageStore
 from services.kubelet.runtime.process import ProcessRuntime
 from services.kubelet.runtime.sim import SimRuntime
 from tests.conftest import StartApiServer
-from tests.kubelet.kubelet_process import (
-    KubeletProcess,
-    kill_container_processes,
-    wait_for_object,
-)
+from tests.kubelet.waits import kill_container_processes, wait_for_object
 
 
 @pytest.fixture
@@ -56,7 +54,7 @@ class Cluster:
 
     server: str
     client: ApiClient
-    kubelet: KubeletProcess
+    kubelet: ComponentProcess
     node: str
     tmp: Path
 
@@ -70,30 +68,33 @@ def _pod_cidr() -> str:
     return f"127.{random.randint(150, 199)}.{random.randint(0, 255)}.0/24"
 
 
+StartKubelet = Callable[..., ComponentProcess]
+
+
 @pytest.fixture
-def kubelet_factory(tmp_path: Path) -> Iterator[list[KubeletProcess]]:
-    started: list[KubeletProcess] = []
-    yield started
+def start_kubelet(kubelite_processes: Processes, tmp_path: Path) -> Iterator[StartKubelet]:
+    """``start_kubelet(server, node, runtime=..., args=...)``: a running kubelet; at teardown
+    every kubelet is stopped, then any container process still alive is killed."""
+    started: list[ComponentProcess] = []
+
+    def start(server: str, node: str, **kw: Any) -> ComponentProcess:
+        kubelet = kubelite_processes.kubelet(server, node, **kw)
+        started.append(kubelet)
+        return kubelet
+
+    yield start
     for kubelet in started:
         kubelet.stop()
-        kill_container_processes(kubelet.state_dir)
+    kill_container_processes(tmp_path)
 
 
 @pytest.fixture
 async def cluster(
-    apiserver_process: StartApiServer, tmp_path: Path, kubelet_factory: list[KubeletProcess]
+    apiserver_process: StartApiServer, tmp_path: Path, start_kubelet: StartKubelet
 ) -> AsyncIterator[Cluster]:
     api = apiserver_process(store="memory://")
     node = f"node-{random.randint(1000, 9999)}"
-    kubelet = KubeletProcess(
-        server=api.url,
-        node_name=node,
-        state_dir=tmp_path / "kubelet",
-        log_path=tmp_path / "kubelet.log",
-        args=["--pod-cidr", _pod_cidr()],
-    )
-    kubelet_factory.append(kubelet)
-    kubelet.start()
+    kubelet = start_kubelet(api.url, node, runtime="process", args=["--pod-cidr", _pod_cidr()])
     client = ApiClient(server=api.url)
     try:
         nodes = REGISTRY.get("", "v1", "nodes")

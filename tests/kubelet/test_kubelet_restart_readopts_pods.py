@@ -6,7 +6,6 @@ import pytest
 
 from services.kubelet.runtime.process import process_start_time
 from tests.kubelet.conftest import Cluster
-from tests.kubelet.kubelet_process import pods_rt, wait_for_object, wait_process_exit
 from tests.kubelet.test_pod_lifecycle_on_real_processes import (
     container_pid,
     create_and_wait,
@@ -15,6 +14,7 @@ from tests.kubelet.test_pod_lifecycle_on_real_processes import (
     pod,
     sh,
 )
+from tests.kubelet.waits import pods_rt, wait_for_object, wait_process_exit
 
 pytestmark = [pytest.mark.e2e]
 

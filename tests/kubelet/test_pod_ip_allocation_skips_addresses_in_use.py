@@ -20,7 +20,7 @@ from services.kubelet.runtime.images import ImageCatalog, ImageStore
 from services.kubelet.runtime.ipam import PodIPAllocator, bound_loopback_addresses
 from services.kubelet.runtime.process import ProcessRuntime
 from tests.kubelet.conftest import sandbox
-from tests.kubelet.kubelet_process import kill_container_processes
+from tests.kubelet.waits import kill_container_processes
 
 
 @pytest.fixture

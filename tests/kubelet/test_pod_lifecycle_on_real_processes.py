@@ -12,7 +12,7 @@ import aiohttp
 import pytest
 
 from tests.kubelet.conftest import Cluster
-from tests.kubelet.kubelet_process import pods_rt, wait_for_object, wait_process_exit
+from tests.kubelet.waits import pods_rt, wait_for_object, wait_process_exit
 
 pytestmark = [pytest.mark.e2e]
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from tests.kubelet.conftest import Cluster
-from tests.kubelet.kubelet_process import pods_rt, wait_for_object
 from tests.kubelet.test_pod_lifecycle_on_real_processes import (
     create_and_wait,
     cstatus,
@@ -13,6 +12,7 @@ from tests.kubelet.test_pod_lifecycle_on_real_processes import (
     pod,
     sh,
 )
+from tests.kubelet.waits import pods_rt, wait_for_object
 
 pytestmark = [pytest.mark.e2e]
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
@@ -18,7 +17,7 @@ from api.meta import parse_time
 from api.registry import REGISTRY
 from client.rest import ApiClient
 from tests.conftest import StartApiServer
-from tests.kubelet.kubelet_process import KubeletProcess
+from tests.kubelet.conftest import StartKubelet
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -27,18 +26,10 @@ LEASE_SECONDS = 40
 
 
 async def test_500_simulated_nodes_renew_every_lease(
-    apiserver_process: StartApiServer, tmp_path: Path, kubelet_factory: list[KubeletProcess]
+    apiserver_process: StartApiServer, start_kubelet: StartKubelet
 ) -> None:
     api = apiserver_process(store="memory://")
-    kubelet = KubeletProcess(
-        server=api.url,
-        node_name="sim",
-        state_dir=tmp_path / "sim",
-        log_path=tmp_path / "sim.log",
-        args=["--runtime", "sim", "--nodes", str(NODES)],
-    )
-    kubelet_factory.append(kubelet)
-    kubelet.start()
+    kubelet = start_kubelet(api.url, "sim", runtime="sim", args=["--nodes", str(NODES)])
     leases = REGISTRY.get("coordination.k8s.io", "v1", "leases")
     assert leases is not None
     first: dict[str, str] = {}

@@ -1,10 +1,9 @@
-"""A real ``python -m services.kubelet`` subprocess for e2e tests, and the waits tests need.
+"""What the kubelet's e2e tests await, and the teardown that leaves no container behind.
 
-``KubeletProcess(server=..., node_name=..., state_dir=..., log_path=...)``: ``start()``,
-``kill()`` (SIGKILL — containers survive, as with ``kill -9`` of a real kubelet), ``stop()``
-(SIGTERM). Readiness and pod progress are awaited through the apiserver's watch
-(``wait_for_object``), never by sleeping; a process exit is awaited through a pidfd.
-``kill_container_processes`` is the teardown that guarantees no orphan outlives a test.
+Pod progress is awaited through the apiserver's watch (``wait_for_object``), never by
+sleeping; a process exit is awaited through a pidfd (``wait_process_exit``).
+``kill_container_processes`` is the teardown that guarantees no orphan outlives a test. The
+kubelet processes themselves come from ``kubelite.testing`` (``kubelite_processes.kubelet``).
 """
 
 from __future__ import annotations
@@ -14,9 +13,7 @@ import contextlib
 import json
 import os
 import signal
-import subprocess
-import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +22,6 @@ from api.registry import REGISTRY, ResourceType
 from client.rest import ApiClient
 
 __all__ = [
-    "KubeletProcess",
     "kill_container_processes",
     "pods_rt",
     "wait_for_object",
@@ -39,73 +35,6 @@ def pods_rt() -> ResourceType:
     rt = REGISTRY.get("", "v1", "pods")
     assert rt is not None
     return rt
-
-
-class KubeletProcess:
-    def __init__(
-        self,
-        *,
-        server: str,
-        node_name: str,
-        state_dir: Path,
-        log_path: Path,
-        args: Sequence[str] = (),
-    ) -> None:
-        self.server = server
-        self.node_name = node_name
-        self.state_dir = state_dir
-        self.log_path = log_path
-        self.args = list(args)
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def command(self) -> list[str]:
-        return [
-            sys.executable,
-            "-m",
-            "services.kubelet",
-            "--server",
-            self.server,
-            "--node-name",
-            self.node_name,
-            "--port",
-            "0",
-            "--healthz-port",
-            "0",
-            "--state-dir",
-            str(self.state_dir),
-            *self.args,
-        ]
-
-    def start(self) -> KubeletProcess:
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        with self.log_path.open("ab") as log:
-            self.proc = subprocess.Popen(
-                self.command(),
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                cwd=Path(__file__).resolve().parents[2],
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            )
-        return self
-
-    def kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-            self.proc.wait()
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.kill()
-
-    def tail(self, lines: int = 60) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return "(no log)"
 
 
 async def wait_for_object(
