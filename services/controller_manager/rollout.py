@@ -39,11 +39,15 @@ __all__ = [
     "MAX_REPLICAS",
     "REVISION",
     "REVISION_HISTORY",
+    "active",
+    "annotations_for_write",
     "available_replicas",
+    "creation_order",
     "deployment_complete",
     "deployment_progressing",
     "deployment_timed_out",
     "equal_ignoring_hash",
+    "is_recreate",
     "max_surge",
     "max_unavailable",
     "new_rs_new_replicas",
@@ -51,6 +55,7 @@ __all__ = [
     "resolve_fenceposts",
     "revision",
     "set_condition",
+    "set_replicas_annotations",
     "spec_replicas",
 ]
 
@@ -222,6 +227,21 @@ def new_rs_new_replicas(d: Obj, all_rss: Iterable[Obj | None], new_rs: Obj) -> i
     return current + max(grow, 0)
 
 
+def is_recreate(d: Obj) -> bool:
+    return ((d.get("spec") or {}).get("strategy") or {}).get("type") == "Recreate"
+
+
+def active(rss: Iterable[Obj | None]) -> list[Obj]:
+    """The ReplicaSets asked for at least one replica."""
+    return [rs for rs in rss if rs is not None and spec_replicas(rs) > 0]
+
+
+def creation_order(obj: Obj) -> tuple[str, str]:
+    """Sort key: oldest first, ties broken by name."""
+    meta = obj.get("metadata") or {}
+    return (str(meta.get("creationTimestamp") or ""), str(meta.get("name") or ""))
+
+
 # -- revisions -------------------------------------------------------------------------------
 
 
@@ -237,6 +257,24 @@ def _annotation_int(obj: Obj | None, key: str) -> int | None:
 
 def revision(rs: Obj | None) -> int:
     return _annotation_int(rs, REVISION) or 0
+
+
+def annotations_for_write(obj: Obj) -> dict[str, str]:
+    """The object's annotations, created empty if absent, to be written into."""
+    annotations: dict[str, str] = obj.setdefault("metadata", {}).setdefault("annotations", {})
+    return annotations
+
+
+def set_replicas_annotations(d: Obj, rs: Obj) -> bool:
+    """Stamp ``desired-replicas`` and ``max-replicas`` of ``d`` on ``rs``; whether they changed."""
+    annotations = annotations_for_write(rs)
+    desired = str(spec_replicas(d))
+    most = str(spec_replicas(d) + max_surge(d))
+    if annotations.get(DESIRED_REPLICAS) == desired and annotations.get(MAX_REPLICAS) == most:
+        return False
+    annotations[DESIRED_REPLICAS] = desired
+    annotations[MAX_REPLICAS] = most
+    return True
 
 
 def desired_replicas_annotation(rs: Obj) -> int | None:
@@ -277,7 +315,8 @@ def deployment_progressing(d: Obj, status: Obj) -> bool:
 
 
 def get_condition(status: Obj, type_: str) -> Obj | None:
-    for c in status.get("conditions") or []:
+    conditions: list[Obj] = status.get("conditions") or []
+    for c in conditions:
         if c.get("type") == type_:
             return c
     return None
