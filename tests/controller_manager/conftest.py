@@ -7,32 +7,28 @@ through. The controller-manager's log is printed at teardown, so a failing test 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from client.rest import ApiClient
-from kubelite.testing import ComponentProcess
-from tests.controller_manager.harness import ControllerManagerProcess
+from kubelite.testing import ComponentProcess, Processes
 
 
 @dataclass
 class Cluster:
     api: ComponentProcess
-    cm: ControllerManagerProcess
+    cm: ComponentProcess
     client: ApiClient
     tmp_path: Path
-    started: list[ControllerManagerProcess]
+    processes: Processes
+    started: list[ComponentProcess]
 
-    def new_cm(self, *args: str, server: str | None = None) -> ControllerManagerProcess:
+    def new_cm(self, *args: str, server: str | None = None) -> ComponentProcess:
         """Another controller-manager process (not started) with its own log."""
-        proc = ControllerManagerProcess(
-            server=server or self.api.url,
-            log_path=self.tmp_path / f"cm-{len(self.started)}.log",
-            args=args,
-        )
+        proc = self.processes.controller_manager(server or self.api.url, args=args, start=False)
         self.started.append(proc)
         return proc
 
@@ -44,11 +40,13 @@ def cm_args() -> tuple[str, ...]:
 
 @pytest.fixture
 async def cluster(
-    apiserver_process: Callable[..., ComponentProcess], tmp_path: Path, cm_args: tuple[str, ...]
+    kubelite_processes: Processes, tmp_path: Path, cm_args: tuple[str, ...]
 ) -> AsyncIterator[Cluster]:
-    api = apiserver_process(store="memory://")
+    api = kubelite_processes.apiserver(store="memory://")
     client = ApiClient(server=api.url)
-    c = Cluster(api=api, cm=None, client=client, tmp_path=tmp_path, started=[])  # type: ignore[arg-type]
+    c = Cluster(
+        api=api, cm=None, client=client, tmp_path=tmp_path, processes=kubelite_processes, started=[]
+    )  # type: ignore[arg-type]
     c.cm = c.new_cm(*cm_args).start()
     try:
         yield c

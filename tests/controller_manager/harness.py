@@ -1,9 +1,8 @@
-"""Test harness: a real controller-manager process, and watchers that await cluster states.
+"""Test harness: watchers that await cluster states, and the resource types the tests use.
 
-* ``ControllerManagerProcess(server=..., log_path=...)``: ``python -m
-  services.controller_manager`` with Kubernetes' leader-election timings (15 s lease, 10 s
-  renew deadline, 2 s retry period) and /healthz on a free port; ``start()``, ``kill()``
-  (SIGKILL), ``stop()`` (SIGTERM, returns the exit code). The timings are deliberately not
+* The controller-manager processes come from ``kubelite.testing`` (see ``conftest.py``), with
+  Kubernetes' leader-election timings (15 s lease, 10 s renew deadline, 2 s retry period) and
+  /healthz on a port of its choosing. The timings are deliberately not
   shortened: a leader that loses its lease exits, and with a 2 s renew deadline a loaded machine
   lost it in the middle of tests about something else. A test of a takeover awaits the Lease
   changing hands on a watch; after SIGTERM the lease is released and the standby takes it
@@ -18,20 +17,12 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import subprocess
-import sys
-from collections.abc import Callable, Sequence
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from api.registry import REGISTRY, ResourceType
 from client.informer import Informer
 from client.rest import ApiClient
-from tests.apiserver_process import free_port
-
-REPO = Path(__file__).resolve().parents[2]
 
 Obj = dict[str, Any]
 
@@ -50,62 +41,6 @@ DEPLOYMENTS = rt("apps", "Deployment")
 LEASES = rt("coordination.k8s.io", "Lease")
 NAMESPACES = rt("", "Namespace")
 EVENTS = rt("", "Event")
-
-
-class ControllerManagerProcess:
-    def __init__(self, *, server: str, log_path: Path, args: Sequence[str] = ()) -> None:
-        self.server = server
-        self.log_path = log_path
-        self.args = list(args)
-        self.healthz_port = free_port()
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def command(self) -> list[str]:
-        return [
-            sys.executable,
-            "-m",
-            "services.controller_manager",
-            "--server",
-            self.server,
-            "--healthz-port",
-            str(self.healthz_port),
-            *self.args,
-        ]
-
-    def start(self) -> ControllerManagerProcess:
-        with self.log_path.open("ab") as log:
-            log.write(f"--- start: {' '.join(self.command())}\n".encode())
-            log.flush()
-            self.proc = subprocess.Popen(
-                self.command(),
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                cwd=REPO,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            )
-        return self
-
-    def kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-            self.proc.wait()
-
-    def stop(self, timeout: float = 15.0) -> int | None:
-        if self.proc is None:
-            return None
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                self.kill()
-        return self.proc.returncode
-
-    def tail(self, lines: int = 60) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return "(no log)"
 
 
 class Watcher:

