@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import socket
 from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
@@ -66,6 +67,15 @@ def _no_implicit_event_loop() -> None:
 @pytest.fixture
 def apiserver_process(kubelite_processes: Processes) -> StartApiServer:
     return kubelite_processes.apiserver
+
+
+@pytest.fixture
+def refusing_url() -> Iterator[str]:
+    """A loopback URL whose port is bound but never listened on, for the whole test: every
+    connection is refused, and no other process can take the port meanwhile."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        yield f"http://127.0.0.1:{held.getsockname()[1]}"
 
 
 @pytest.fixture(scope="session")

@@ -4,7 +4,6 @@ and paces requests when a QPS is set — against a scripted aiohttp server on lo
 from __future__ import annotations
 
 import asyncio
-import socket
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -143,15 +142,11 @@ async def test_429_is_retried_even_for_writes_honouring_retry_after(
     assert script.requests[0][3]["kind"] == "Pod" and script.requests[0][3]["apiVersion"] == "v1"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.mark.looptime
-async def test_refused_connections_end_in_api_unreachable_after_the_read_retries() -> None:
-    config = ClientConfig(server=f"http://127.0.0.1:{free_port()}", read_retries=3)
+async def test_refused_connections_end_in_api_unreachable_after_the_read_retries(
+    refusing_url: str,
+) -> None:
+    config = ClientConfig(server=refusing_url, read_retries=3)
     async with ApiClient(config) as client:
         assert PODS
         with pytest.raises(ApiUnreachable):

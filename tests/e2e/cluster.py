@@ -21,8 +21,9 @@ What it offers a test:
 * ``pod_processes()``: the live container processes of this cluster's pods, read from
   ``/proc`` (each container is its own process group carrying ``POD_NAME``/``POD_IP``).
 
-Limits: Linux only (``/proc``, pidfds). Waiting for a fresh apiserver reads its "listening" line
-from its output — an event — but a pod's web server gets a bounded connect retry, as nothing
+Processes are ``kubelite.testing.ComponentProcess``es: the apiserver starts on port 0 and the
+others get the port it printed. Limits: Linux only (``/proc``, pidfds). Waiting for a fresh
+apiserver reads its ready line from its output — an event — but a pod's web server gets a bounded connect retry, as nothing
 announces that it has bound its port (the kubelet has no readiness probes yet).
 """
 
@@ -37,7 +38,7 @@ import signal
 import socket
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import replace
 from ipaddress import IPv4Network
 from pathlib import Path
 from typing import Any
@@ -47,13 +48,12 @@ import aiohttp
 from api.registry import REGISTRY
 from client.informer import Informer
 from client.rest import ApiClient
+from kubelite.testing import ComponentProcess
 from kubelite.up import Options, node_names, plan
 
 __all__ = [
     "Cluster",
     "ClusterView",
-    "Component",
-    "free_port",
     "http_get",
     "leftover_processes",
     "loopback_pod_cidr",
@@ -74,10 +74,12 @@ START_TIMEOUT = 45.0
 """Seconds a fresh apiserver gets to print its listening line (2 shared cores, busy)."""
 STOP_GRACE = 25.0
 """SIGTERM -> SIGKILL for a component at teardown; kubelets stop their pods (10 s each) first."""
-LISTENING = b"apiserver listening on "
 
 
-def free_port() -> int:
+def up_port() -> int:
+    """A free loopback port for ``kubelite up --port`` and the compose file, which cannot yet
+    report the port they bound (issue 15: ``kubelite up`` will print its ports in its banner;
+    then this goes). Bind-release-reuse: another process may take it in between."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -88,95 +90,6 @@ def loopback_pod_cidr(nodes: int) -> str:
     bits = max(nodes - 1, 0).bit_length()
     third = random.randrange(0, 256, 1 << bits)
     return f"127.{random.randint(130, 149)}.{third}.0/{24 - bits}"
-
-
-@dataclass
-class Component:
-    """One process of the plan: the command line ``kubelite up`` would run, and its output."""
-
-    name: str
-    kind: str
-    argv: list[str]
-    log_path: Path
-    cwd: Path
-    process: asyncio.subprocess.Process | None = None
-    starts: int = 0
-    listening: asyncio.Event = field(default_factory=asyncio.Event)
-    _pump: asyncio.Task[None] | None = None
-
-    @property
-    def running(self) -> bool:
-        return self.process is not None and self.process.returncode is None
-
-    @property
-    def pid(self) -> int:
-        assert self.process is not None
-        return self.process.pid
-
-    async def start(self) -> None:
-        if self.running:
-            raise RuntimeError(f"{self.name} is already running")
-        self.cwd.mkdir(parents=True, exist_ok=True)
-        self.starts += 1
-        self.listening.clear()
-        self.process = await asyncio.create_subprocess_exec(
-            *self.argv,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            # the kubelet's shims inherit this working directory: that is how the orphan check
-            # recognises them after the kubelet is gone
-            cwd=self.cwd,
-            env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(ROOT)},
-            start_new_session=True,
-        )
-        assert self.process.stdout is not None
-        self._pump = asyncio.create_task(
-            self._copy_output(self.process.stdout), name=f"e2e output {self.name}"
-        )
-
-    async def _copy_output(self, stream: asyncio.StreamReader) -> None:
-        with self.log_path.open("ab") as log:
-            log.write(f"--- start #{self.starts}: {' '.join(self.argv)}\n".encode())
-            while line := await stream.readline():
-                log.write(line)
-                log.flush()
-                if line.startswith(LISTENING):
-                    self.listening.set()
-
-    async def kill(self) -> None:
-        """SIGKILL: no shutdown handlers run; connections die mid-stream."""
-        if self.running:
-            assert self.process is not None
-            with contextlib.suppress(ProcessLookupError):
-                self.process.send_signal(signal.SIGKILL)
-        await self._reap()
-
-    async def stop(self, *, grace: float = STOP_GRACE) -> None:
-        """SIGTERM, then SIGKILL after ``grace`` seconds."""
-        if self.running:
-            assert self.process is not None
-            with contextlib.suppress(ProcessLookupError):
-                self.process.send_signal(signal.SIGTERM)
-            try:
-                await asyncio.wait_for(self.process.wait(), grace)
-            except TimeoutError:
-                await self.kill()
-        await self._reap()
-
-    async def _reap(self) -> None:
-        if self.process is not None:
-            await self.process.wait()
-        if self._pump is not None:
-            await self._pump
-            self._pump = None
-
-    def tail(self, lines: int = 40) -> str:
-        try:
-            text = self.log_path.read_text(errors="replace")
-        except OSError:
-            return "(no output)"
-        return "\n".join(text.splitlines()[-lines:])
 
 
 def _environ(pid: int) -> dict[str, str]:
@@ -320,7 +233,8 @@ class Cluster(ClusterView):
 
     def __init__(self, *, root: Path, nodes: int = 2) -> None:
         self.root = root
-        self.port = free_port()
+        self.port = 0
+        """The apiserver's port: 0 (any) at first, then the one it bound, kept for restarts."""
         self.pod_cidr = loopback_pod_cidr(nodes)
         self.network = IPv4Network(self.pod_cidr)
         self.nodes = node_names(nodes)
@@ -339,46 +253,52 @@ class Cluster(ClusterView):
             log_level="info",
             ready_timeout=60.0,
         )
+        self.viewing = False
+        """The ``ClusterView`` half is set up once the apiserver's port is known."""
+        self.kinds = {child.name: child.kind for child in plan(self.options)}
         self.components = {
-            child.name: Component(
-                name=child.name,
-                kind=child.kind,
-                argv=child.argv,
-                log_path=root / f"{child.name}.log",
-                cwd=root / "run" / child.name,
+            name: ComponentProcess(
+                self._argv(name),
+                name=name,
+                component=kind,
+                endpoint={"apiserver": "api", "kubelet": "server"}.get(kind, "health"),
+                log_path=root / f"{name}.log",
+                # the kubelet's shims inherit this working directory: that is how the orphan
+                # check recognises them after the kubelet is gone
+                cwd=root / "run" / name,
+                env={"PYTHONPATH": str(ROOT)},
+                new_session=True,
+                wait_ready=kind == "apiserver",
+                ready_timeout=START_TIMEOUT,
             )
-            for child in plan(self.options)
+            for name, kind in self.kinds.items()
         }
-        super().__init__(self.options.server)
+
+    def _argv(self, name: str) -> Callable[[object], list[str]]:
+        """``kubelite up``'s command line for ``name``, with the apiserver's real port."""
+
+        def build(_ports: object) -> list[str]:
+            opts = replace(self.options, port=self.port)
+            return next(child.argv for child in plan(opts) if child.name == name)
+
+        return build
 
     # ---- processes -------------------------------------------------------------------------
 
     async def start(self, name: str) -> None:
-        component = self.components[name]
-        await component.start()
-        if component.kind == "apiserver":
-            await self._wait_listening(component)
-
-    async def _wait_listening(self, component: Component) -> None:
-        assert component.process is not None
-        exited = asyncio.create_task(component.process.wait(), name="e2e apiserver exit")
-        listening = asyncio.create_task(component.listening.wait(), name="e2e apiserver up")
-        try:
-            done, _ = await asyncio.wait(
-                {exited, listening}, timeout=START_TIMEOUT, return_when=asyncio.FIRST_COMPLETED
-            )
-        finally:
-            exited.cancel()
-            listening.cancel()
-        if listening not in done:
-            raise AssertionError(f"the apiserver did not start:\n{component.tail()}")
+        """Start ``name`` (the apiserver: until it is ready, then on the same port always)."""
+        await self.components[name].astart()
+        if self.kinds[name] == "apiserver":
+            self.port = self.components[name].port
 
     async def kill(self, name: str) -> None:
-        await self.components[name].kill()
+        await self.components[name].akill()
 
     async def start_all(self) -> None:
         """The apiserver, then everything else; returns once every node is Ready."""
         await self.start("apiserver")
+        ClusterView.__init__(self, f"http://127.0.0.1:{self.port}")
+        self.viewing = True
         await asyncio.gather(*(self.start(n) for n in self.components if n != "apiserver"))
         await self.watch()
         await self.until(
@@ -390,11 +310,16 @@ class Cluster(ClusterView):
     async def stop(self) -> None:
         """Stop as ``kubelite up`` does, then fail if any process of this cluster survived."""
         try:
-            await self.close()
+            if self.viewing:
+                await self.close()
             groups = [["kubelet"], ["controller-manager", "scheduler"], ["apiserver"]]
             for kinds in groups:
                 await asyncio.gather(
-                    *(c.stop() for c in self.components.values() if c.kind in kinds)
+                    *(
+                        c.astop(grace=STOP_GRACE)
+                        for name, c in self.components.items()
+                        if self.kinds[name] in kinds
+                    )
                 )
         finally:
             leftovers = self.orphans()

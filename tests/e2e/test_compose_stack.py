@@ -44,7 +44,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.cluster import free_port
+from tests.e2e.cluster import up_port
 from tests.e2e.podman_host import CACHE, RUN, PodmanHost, missing_capability
 
 pytestmark = [
@@ -70,11 +70,11 @@ class Stack:
 
     def __init__(self, host: PodmanHost) -> None:
         self.host = host
-        self.api_port = free_port()
+        self.api_port = up_port()
         self.env = {
             **host.env,
             "KUBELITE_API_PORT": str(self.api_port),
-            "KUBELITE_HTTPS_PORT": str(free_port()),
+            "KUBELITE_HTTPS_PORT": str(up_port()),
         }
         self.server = f"http://127.0.0.1:{self.api_port}"
         self.timings: dict[str, float] = {}

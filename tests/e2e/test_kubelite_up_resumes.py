@@ -25,12 +25,12 @@ from tests.e2e.cluster import (
     PODS,
     RCS,
     ClusterView,
-    free_port,
     http_get,
     leftover_processes,
     loopback_pod_cidr,
     pod_processes,
     running,
+    up_port,
 )
 from tests.e2e.manifests import rc, sleeper
 
@@ -133,7 +133,7 @@ def child_pid(module: str, marker: str) -> int:
 
 async def test_ctrl_c_then_up_again_resumes_objects_and_running_pods(tmp_path: Path) -> None:
     state = tmp_path / "state"
-    port = free_port()
+    port = up_port()
     cidr = loopback_pod_cidr(2)
     network = IPv4Network(cidr)
     argv = [

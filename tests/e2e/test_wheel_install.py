@@ -35,11 +35,11 @@ import pytest
 from tests.e2e.cluster import (
     PODS,
     ClusterView,
-    free_port,
     http_get,
     leftover_processes,
     loopback_pod_cidr,
     running,
+    up_port,
 )
 from tests.e2e.manifests import rc
 
@@ -139,7 +139,7 @@ async def test_installed_kubelite_up_runs_nodes_and_a_pod_that_answers(
     state = tmp_path / "state"
     elsewhere = tmp_path / "cwd"
     elsewhere.mkdir()
-    port = free_port()
+    port = up_port()
     cidr = loopback_pod_cidr(2)
     network = IPv4Network(cidr)
     marker = f"127.0.0.1:{port}"
