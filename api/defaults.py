@@ -9,8 +9,12 @@ defaults; unknown fields are never touched.
 
 What it covers: the versioned defaulting functions (``pkg/apis/core/v1/defaults.go``,
 ``pkg/apis/apps/v1/defaults.go``) for Pod (and every pod template), ReplicationController,
-ReplicaSet, Deployment, Namespace and Node, plus what admission adds to new pods in a stock
-cluster: ``DefaultTolerationSeconds`` (the not-ready/unreachable tolerations, 300 s),
+ReplicaSet, Deployment, Namespace, Node, Secret (``type: Opaque``, and ``stringData`` merged
+into ``data`` and dropped, as the v1 conversion does), PersistentVolume
+(``persistentVolumeReclaimPolicy: Retain``, ``volumeMode: Filesystem``, ``phase: Pending``),
+PersistentVolumeClaim (``volumeMode``, ``phase: Pending``) and StorageClass
+(``reclaimPolicy: Delete``, ``volumeBindingMode: Immediate``), plus what admission adds to new
+pods in a stock cluster: ``DefaultTolerationSeconds`` (the not-ready/unreachable tolerations, 300 s),
 ``Priority`` (``priority: 0``), and the pod's initial status (``phase: Pending``, ``qosClass``).
 Quantities in resources, capacity and allocatable are rewritten in canonical form
 (``cpu: 0.5`` -> ``500m``), as Kubernetes stores them.
@@ -28,6 +32,7 @@ are left alone for ``api.validation`` to report. Defaulting is idempotent.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable
 from typing import Any
 
@@ -278,6 +283,56 @@ def _namespace(obj: dict[str, Any]) -> None:
         status.setdefault("phase", "Active")
 
 
+def _secret(obj: dict[str, Any]) -> None:
+    """``type: Opaque``; ``stringData`` merged into ``data`` (base64) and dropped, as the v1
+    conversion does: a key in both takes the ``stringData`` value; never stored or returned."""
+    if obj.get("type") in (None, ""):
+        obj["type"] = "Opaque"
+    string_data = obj.get("stringData")
+    if not isinstance(string_data, dict) or not all(
+        isinstance(v, str) for v in string_data.values()
+    ):
+        return  # wrong types: left for validation to report
+    del obj["stringData"]
+    if not string_data:
+        return
+    data = obj.get("data")
+    if data is None:
+        data = obj["data"] = {}
+    if isinstance(data, dict):
+        for key, value in string_data.items():
+            data[key] = base64.b64encode(value.encode()).decode("ascii")
+
+
+def _persistent_volume(obj: dict[str, Any]) -> None:
+    spec = _dict(obj, "spec")
+    if spec is not None:
+        spec.setdefault("persistentVolumeReclaimPolicy", "Retain")
+        spec.setdefault("volumeMode", "Filesystem")
+        _canonical_resources(spec.get("capacity"))
+    status = _dict(obj, "status")
+    if status is not None:
+        status.setdefault("phase", "Pending")
+
+
+def _persistent_volume_claim(obj: dict[str, Any]) -> None:
+    spec = _dict(obj, "spec")
+    if spec is not None:
+        spec.setdefault("volumeMode", "Filesystem")
+        resources = spec.get("resources")
+        if isinstance(resources, dict):
+            _canonical_resources(resources.get("requests"))
+            _canonical_resources(resources.get("limits"))
+    status = _dict(obj, "status")
+    if status is not None:
+        status.setdefault("phase", "Pending")
+
+
+def _storage_class(obj: dict[str, Any]) -> None:
+    obj.setdefault("reclaimPolicy", "Delete")
+    obj.setdefault("volumeBindingMode", "Immediate")
+
+
 def _node(obj: dict[str, Any]) -> None:
     status = obj.get("status")
     if not isinstance(status, dict):
@@ -302,4 +357,8 @@ _BY_KIND: dict[str, Callable[[dict[str, Any]], None]] = {
     "Deployment": _deployment,
     "Namespace": _namespace,
     "Node": _node,
+    "Secret": _secret,
+    "PersistentVolume": _persistent_volume,
+    "PersistentVolumeClaim": _persistent_volume_claim,
+    "StorageClass": _storage_class,
 }

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 
 __all__ = [
+    "is_config_map_key",
     "is_dns1035_label",
     "is_dns1123_label",
     "is_dns1123_subdomain",
@@ -90,6 +91,34 @@ def is_dns1123_subdomain(value: str) -> list[str]:
                 "example.com",
             )
         )
+    return errs
+
+
+_CONFIG_MAP_KEY_FMT = "[-._a-zA-Z0-9]+"
+_CONFIG_MAP_KEY = re.compile(_CONFIG_MAP_KEY_FMT)
+
+
+def is_config_map_key(value: str) -> list[str]:
+    """A ConfigMap or Secret key (a file name in their volumes): ``IsConfigMapKey``."""
+    errs = []
+    if len(value.encode()) > DNS1123_SUBDOMAIN_MAX:  # Go's len counts bytes
+        errs.append(_max_len(DNS1123_SUBDOMAIN_MAX))
+    if not _CONFIG_MAP_KEY.fullmatch(value):
+        errs.append(
+            _regex_error(
+                "a valid config key must consist of alphanumeric characters, '-', '_' or '.'",
+                _CONFIG_MAP_KEY_FMT,
+                "key.name",
+                "KEY_NAME",
+                "key-name",
+            )
+        )
+    if value == ".":
+        errs.append("must not be '.'")
+    elif value == "..":
+        errs.append("must not be '..'")
+    elif value.startswith(".."):
+        errs.append("must not start with '..'")
     return errs
 
 

@@ -18,8 +18,11 @@ from typing import Any
 from pydantic import BaseModel
 
 from api.apps import Deployment, ReplicaSet
+from api.config import ConfigMap, Secret, ServiceAccount
 from api.coordination import Lease
 from api.core import Binding, Event, Namespace, Node, Pod, ReplicationController
+from api.persistentvolumes import PersistentVolume, PersistentVolumeClaim
+from api.storage import StorageClass
 
 __all__ = ["ALL_VERBS", "REGISTRY", "Registry", "ResourceType", "Subresource"]
 
@@ -319,6 +322,58 @@ REGISTRY: Registry = Registry(
         ResourceType(
             group="",
             version="v1",
+            kind="ConfigMap",
+            plural="configmaps",
+            singular="configmap",
+            namespaced=True,
+            model=ConfigMap,
+            short_names=("cm",),
+        ),
+        ResourceType(
+            group="",
+            version="v1",
+            kind="Secret",
+            plural="secrets",
+            singular="secret",
+            namespaced=True,
+            model=Secret,
+            field_getters={"type": _str_field("type")},
+        ),
+        ResourceType(
+            group="",
+            version="v1",
+            kind="ServiceAccount",
+            plural="serviceaccounts",
+            singular="serviceaccount",
+            namespaced=True,
+            model=ServiceAccount,
+            short_names=("sa",),
+        ),
+        ResourceType(
+            group="",
+            version="v1",
+            kind="PersistentVolume",
+            plural="persistentvolumes",
+            singular="persistentvolume",
+            namespaced=False,
+            model=PersistentVolume,
+            short_names=("pv",),
+            subresources=(_status("PersistentVolume"),),
+        ),
+        ResourceType(
+            group="",
+            version="v1",
+            kind="PersistentVolumeClaim",
+            plural="persistentvolumeclaims",
+            singular="persistentvolumeclaim",
+            namespaced=True,
+            model=PersistentVolumeClaim,
+            short_names=("pvc",),
+            subresources=(_status("PersistentVolumeClaim"),),
+        ),
+        ResourceType(
+            group="",
+            version="v1",
             kind="Binding",
             plural="bindings",
             singular="binding",
@@ -359,6 +414,16 @@ REGISTRY: Registry = Registry(
             singular="lease",
             namespaced=True,
             model=Lease,
+        ),
+        ResourceType(
+            group="storage.k8s.io",
+            version="v1",
+            kind="StorageClass",
+            plural="storageclasses",
+            singular="storageclass",
+            namespaced=False,
+            model=StorageClass,
+            short_names=("sc",),
         ),
     ]
 )

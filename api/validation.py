@@ -11,8 +11,10 @@ shape and types; its errors become causes, their ``loc`` turned into Kubernetes 
 (JSON names, ``[i]`` for list items, ``[key]`` for map keys). Then semantic checks, written
 after ``pkg/apis/*/validation``: name syntax, labels and annotations, containers, ports,
 resources, enums, tolerations, node affinity, controller selectors versus template labels,
-node addresses and the kubelet port (``api.addresses``), leases, events, and for updates the
-immutable fields. Semantic checks read the dict defensively, and a cause under a path pydantic
+node addresses and the kubelet port (``api.addresses``), leases, events, ConfigMap and Secret
+keys, base64, sizes and per-type keys (``ValidateConfigMap``/``ValidateSecret``), StorageClass,
+PersistentVolume and PersistentVolumeClaim specs, and for updates the immutable fields
+(``immutable: true`` contents, a Secret's type, StorageClass parameters, PV sources, PVC specs). Semantic checks read the dict defensively, and a cause under a path pydantic
 already reported is dropped, so one mistake gives one cause.
 
 Messages follow Kubernetes' ``field.Error`` wording (``Required value``, ``Invalid value: "x":
@@ -26,6 +28,8 @@ as ``FieldValueInvalid`` causes instead.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import re
 import types
@@ -38,6 +42,7 @@ from api.addresses import address_errors
 from api.errors import BadRequest, Cause
 from api.meta import parse_time
 from api.names import (
+    is_config_map_key,
     is_dns1123_label,
     is_dns1123_subdomain,
     is_qualified_name,
@@ -887,6 +892,369 @@ def _binding(obj: dict[str, Any]) -> list[Cause]:
     return causes
 
 
+# -- configuration: ConfigMap, Secret ---------------------------------------------------------
+
+MAX_CONFIG_SIZE = 1024 * 1024
+"""``core.MaxSecretSize``: a ConfigMap's or Secret's values, together, in bytes."""
+IMMUTABLE_WHEN_SET = "field is immutable when `immutable` is set"
+REDACTED = "<secret contents redacted>"
+_BASE64_ALPHABET = re.compile(r"[A-Za-z0-9+/]*={0,2}")
+
+
+def _too_long(field: str, limit: int) -> Cause:
+    return {
+        "reason": "FieldValueTooLong",
+        "message": f"Too long: must have at most {limit} bytes",
+        "field": field,
+    }
+
+
+def _base64(value: str) -> bytes | None:
+    """The bytes of Go's ``base64.StdEncoding`` (padded) ``value``, or None if it is not that."""
+    if len(value) % 4 or not _BASE64_ALPHABET.fullmatch(value):
+        return None
+    try:
+        return base64.b64decode(value, validate=True)
+    except binascii.Error:
+        return None
+
+
+def _base64_error(value: str) -> str:
+    """Go's ``illegal base64 data at input byte N`` for a value ``_base64`` refused."""
+    for i, ch in enumerate(value):
+        if not (ch.isascii() and (ch.isalnum() or ch in "+/=")):
+            return f"illegal base64 data at input byte {i}"
+    return f"illegal base64 data at input byte {len(value) - len(value) % 4}"
+
+
+def _byte_map(field: str, values: Any, *, redact: bool) -> tuple[list[Cause], dict[str, bytes]]:
+    """Keys and base64 values of a ``[]byte`` map (``data``, ``binaryData``): causes, decoded.
+
+    A Secret's values are never echoed in a cause (``redact``)."""
+    causes: list[Cause] = []
+    decoded: dict[str, bytes] = {}
+    for key, value in _map(values).items():
+        causes += [invalid(f"{field}[{key}]", key, msg) for msg in is_config_map_key(key)]
+        if isinstance(value, str):
+            raw = _base64(value)
+            if raw is None:
+                shown = REDACTED if redact else value
+                causes.append(invalid(f"{field}[{key}]", shown, _base64_error(value)))
+            else:
+                decoded[key] = raw
+    return causes, decoded
+
+
+def _config_map(obj: dict[str, Any]) -> list[Cause]:
+    data, binary = _map(obj.get("data")), _map(obj.get("binaryData"))
+    causes: list[Cause] = []
+    total = 0
+    for key, value in data.items():
+        causes += [invalid(f"data[{key}]", key, msg) for msg in is_config_map_key(key)]
+        if key in binary:
+            causes.append(invalid(f"data[{key}]", key, "duplicate of key present in binaryData"))
+        if isinstance(value, str):
+            total += len(value.encode())
+    binary_causes, decoded = _byte_map("binaryData", binary, redact=False)
+    causes += binary_causes
+    total += sum(len(v) for v in decoded.values())
+    if total > MAX_CONFIG_SIZE:
+        causes.append(_too_long("", MAX_CONFIG_SIZE))
+    return causes
+
+
+def _json_object_error(raw: bytes) -> str | None:
+    """Why ``raw`` does not decode into a Go ``map[string]interface{}``, or None if it does."""
+    try:
+        value = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        return f"invalid JSON: {exc}"
+    if isinstance(value, dict):
+        return None
+    go_type = {list: "array", str: "string", bool: "bool"}.get(type(value), "number")
+    if value is None:
+        return None  # Go leaves the map nil for a JSON null
+    return f"json: cannot unmarshal {go_type} into Go value of type map[string]interface {{}}"
+
+
+_SERVICE_ACCOUNT_NAME_KEY = "kubernetes.io/service-account.name"
+
+
+def _secret_type_keys(obj: dict[str, Any], decoded: dict[str, bytes]) -> list[Cause]:
+    """The keys each Secret type requires (``ValidateSecret``'s switch on ``type``)."""
+    data = _map(obj.get("data"))
+    stype = obj.get("type")
+    if stype == "kubernetes.io/service-account-token":
+        annotations = _map(_map(obj.get("metadata")).get("annotations"))
+        if not annotations.get(_SERVICE_ACCOUNT_NAME_KEY):
+            return [required(f"metadata.annotations[{_SERVICE_ACCOUNT_NAME_KEY}]")]
+    elif stype in ("kubernetes.io/dockercfg", "kubernetes.io/dockerconfigjson"):
+        key = ".dockercfg" if stype == "kubernetes.io/dockercfg" else ".dockerconfigjson"
+        if key not in data:
+            return [required(f"data[{key}]")]
+        raw = decoded.get(key)
+        problem = None if raw is None else _json_object_error(raw)
+        if problem is not None:
+            return [invalid(f"data[{key}]", REDACTED, problem)]
+    elif stype == "kubernetes.io/basic-auth":
+        if "username" not in data and "password" not in data:
+            return [required("data[username]"), required("data[password]")]
+    elif stype == "kubernetes.io/ssh-auth":
+        if not decoded.get("ssh-privatekey"):
+            return [required("data[ssh-privatekey]")]
+    elif stype == "kubernetes.io/tls":
+        return [required(f"data[{key}]") for key in ("tls.crt", "tls.key") if key not in data]
+    return []
+
+
+def _secret(obj: dict[str, Any]) -> list[Cause]:
+    causes, decoded = _byte_map("data", obj.get("data"), redact=True)
+    if sum(len(v) for v in decoded.values()) > MAX_CONFIG_SIZE:
+        causes.append(_too_long("data", MAX_CONFIG_SIZE))
+    return causes + _secret_type_keys(obj, decoded)
+
+
+def _immutable_contents(
+    new: dict[str, Any], old: dict[str, Any], *, fields: tuple[str, ...]
+) -> list[Cause]:
+    """Once ``immutable: true``, it and ``fields`` stay as they are (ConfigMap, Secret)."""
+    if old.get("immutable") is not True:
+        return []
+    causes = []
+    if new.get("immutable") is not True:
+        causes.append(forbidden("immutable", IMMUTABLE_WHEN_SET))
+    for key in fields:
+        if (new.get(key) or {}) != (old.get(key) or {}):
+            causes.append(forbidden(key, IMMUTABLE_WHEN_SET))
+    return causes
+
+
+# -- storage: StorageClass, PersistentVolume, PersistentVolumeClaim ---------------------------
+
+_RECLAIM_POLICIES = ("Delete", "Recycle", "Retain")
+_CLASS_RECLAIM_POLICIES = ("Delete", "Retain")
+_BINDING_MODES = ("Immediate", "WaitForFirstConsumer")
+_VOLUME_MODES = ("Block", "Filesystem")
+_ACCESS_MODES = ("ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod")
+_PV_SOURCES = (
+    "hostPath",
+    "local",
+    "csi",
+    "nfs",
+    "iscsi",
+    "fc",
+    "rbd",
+    "cephfs",
+    "cinder",
+    "glusterfs",
+    "flexVolume",
+    "flocker",
+    "gcePersistentDisk",
+    "awsElasticBlockStore",
+    "azureFile",
+    "azureDisk",
+    "vsphereVolume",
+    "quobyte",
+    "photonPersistentDisk",
+    "portworxVolume",
+    "scaleIO",
+    "storageos",
+)
+PVC_SPEC_IMMUTABLE = (
+    "spec is immutable after creation except resources.requests and "
+    "volumeAttributesClassName for bound claims"
+)
+
+
+def _storage_class(obj: dict[str, Any]) -> list[Cause]:
+    causes: list[Cause] = []
+    provisioner = obj.get("provisioner")
+    if not provisioner:
+        causes.append(required("provisioner"))
+    elif isinstance(provisioner, str):
+        causes += [
+            invalid("provisioner", provisioner, m) for m in is_qualified_name(provisioner.lower())
+        ]
+    policy = obj.get("reclaimPolicy")
+    if isinstance(policy, str) and policy not in _CLASS_RECLAIM_POLICIES:
+        causes.append(not_supported("reclaimPolicy", policy, _CLASS_RECLAIM_POLICIES))
+    mode = obj.get("volumeBindingMode")
+    if not mode:
+        causes.append(required("volumeBindingMode"))
+    elif isinstance(mode, str) and mode not in _BINDING_MODES:
+        causes.append(not_supported("volumeBindingMode", mode, _BINDING_MODES))
+    return causes
+
+
+def _storage_class_update(new: dict[str, Any], old: dict[str, Any]) -> list[Cause]:
+    """Compared as defaulted (an object stored without ``reclaimPolicy`` has ``Delete``)."""
+    defaults = {"reclaimPolicy": "Delete", "volumeBindingMode": "Immediate"}
+
+    def value(obj: dict[str, Any], key: str) -> Any:
+        return obj.get(key) or defaults.get(key)
+
+    causes = [
+        forbidden(key, f"updates to {key} are forbidden.")
+        for key in ("parameters", "provisioner", "reclaimPolicy")
+        if value(new, key) != value(old, key)
+    ]
+    if value(new, "volumeBindingMode") != value(old, "volumeBindingMode"):
+        causes.append(invalid("volumeBindingMode", new.get("volumeBindingMode"), IMMUTABLE))
+    return causes
+
+
+def _access_modes(field: str, modes: Any, *, detail: str) -> list[Cause]:
+    if not _list(modes):
+        return [required(field, detail)]
+    return [
+        not_supported(field, mode, _ACCESS_MODES)
+        for mode in _list(modes)
+        if isinstance(mode, str) and mode not in _ACCESS_MODES
+    ]
+
+
+def _positive_quantity(field: str, q: Any) -> list[Cause]:
+    try:
+        value = parse_quantity(q)
+    except (ValueError, TypeError):
+        return []  # pydantic reported it
+    return [] if value > 0 else [invalid(field, q, "must be greater than zero")]
+
+
+def _class_name(field: str, name: Any) -> list[Cause]:
+    return _dns_subdomain(field, name) if isinstance(name, str) and name else []
+
+
+def _volume_mode(field: str, mode: Any) -> list[Cause]:
+    if isinstance(mode, str) and mode not in _VOLUME_MODES:
+        return [not_supported(field, mode, _VOLUME_MODES)]
+    return []
+
+
+def _volume_mode_of(spec: dict[str, Any]) -> Any:
+    """``spec.volumeMode`` as defaulted (``Filesystem``)."""
+    return spec.get("volumeMode") or "Filesystem"
+
+
+def _pv_source(spec: dict[str, Any]) -> list[Cause]:
+    """Exactly one volume source; ``hostPath``/``local`` paths; ``local`` needs node affinity."""
+    causes: list[Cause] = []
+    present = [key for key in _PV_SOURCES if spec.get(key) is not None]
+    for extra in present[1:]:
+        causes.append(forbidden(f"spec.{extra}", "may not specify more than 1 volume type"))
+    if not present:
+        causes.append(required("spec", "must specify a volume type"))
+    for key in ("hostPath", "local"):
+        source = spec.get(key)
+        if isinstance(source, dict):
+            path = source.get("path")
+            if not path:
+                causes.append(required(f"spec.{key}.path"))
+            elif isinstance(path, str) and ".." in path.split("/"):
+                causes.append(invalid(f"spec.{key}.path", path, "must not contain '..'"))
+    if present[:1] == ["local"] and not spec.get("nodeAffinity"):
+        causes.append(required("spec.nodeAffinity", "Local volume requires node affinity"))
+    required_selector = _map(_map(spec.get("nodeAffinity")).get("required"))
+    for i, term in _items(required_selector.get("nodeSelectorTerms")):
+        causes += _node_selector_term(f"spec.nodeAffinity.required.nodeSelectorTerms[{i}]", term)
+    return causes
+
+
+def _persistent_volume(obj: dict[str, Any]) -> list[Cause]:
+    spec = _map(obj.get("spec"))
+    causes = _access_modes("spec.accessModes", spec.get("accessModes"), detail="")
+    capacity = _map(spec.get("capacity"))
+    if not capacity:
+        causes.append(required("spec.capacity"))
+    elif set(capacity) != {"storage"}:
+        causes.append(not_supported("spec.capacity", capacity, ["storage"]))
+    for rname, q in capacity.items():
+        causes += _positive_quantity(f"spec.capacity[{rname}]", q)
+    policy = spec.get("persistentVolumeReclaimPolicy")
+    if isinstance(policy, str) and policy and policy not in _RECLAIM_POLICIES:
+        causes.append(
+            not_supported("spec.persistentVolumeReclaimPolicy", policy, _RECLAIM_POLICIES)
+        )
+    causes += _pv_source(spec)
+    causes += _class_name("spec.storageClassName", spec.get("storageClassName"))
+    causes += _volume_mode("spec.volumeMode", spec.get("volumeMode"))
+    return causes
+
+
+def _persistent_volume_update(new: dict[str, Any], old: dict[str, Any]) -> list[Cause]:
+    new_spec, old_spec = _map(new.get("spec")), _map(old.get("spec"))
+    causes: list[Cause] = []
+    if any(new_spec.get(k) != old_spec.get(k) for k in _PV_SOURCES):
+        causes.append(
+            forbidden(
+                "spec.persistentvolumesource",
+                "spec.persistentvolumesource is immutable after creation",
+            )
+        )
+    if _volume_mode_of(new_spec) != _volume_mode_of(old_spec):
+        causes.append(invalid("volumeMode", new_spec.get("volumeMode"), IMMUTABLE))
+    old_affinity = old_spec.get("nodeAffinity")
+    if old_affinity and new_spec.get("nodeAffinity") != old_affinity:
+        causes.append(invalid("nodeAffinity", new_spec.get("nodeAffinity"), IMMUTABLE))
+    return causes
+
+
+def _persistent_volume_claim(obj: dict[str, Any]) -> list[Cause]:
+    spec = _map(obj.get("spec"))
+    causes = _access_modes(
+        "spec.accessModes", spec.get("accessModes"), detail="at least 1 access mode is required"
+    )
+    if isinstance(spec.get("selector"), dict):
+        causes += _label_selector("spec.selector", spec["selector"])
+    requests = _map(_map(spec.get("resources")).get("requests"))
+    if "storage" not in requests:
+        causes.append(required("spec.resources[storage]"))
+    else:
+        causes += _positive_quantity("spec.resources[storage]", requests["storage"])
+    causes += _class_name("spec.storageClassName", spec.get("storageClassName"))
+    causes += _volume_mode("spec.volumeMode", spec.get("volumeMode"))
+    return causes
+
+
+def _storage_request(spec: dict[str, Any]) -> Any:
+    try:
+        return parse_quantity(_map(_map(spec.get("resources")).get("requests")).get("storage"))
+    except (ValueError, TypeError):
+        return None
+
+
+def _persistent_volume_claim_update(new: dict[str, Any], old: dict[str, Any]) -> list[Cause]:
+    """The spec is fixed, except: ``volumeName`` once (binding), ``storageClassName`` from unset
+    while unbound (retroactive default class), the storage request of a bound claim (expansion,
+    never below the previous value)."""
+    new_spec, old_spec = _map(new.get("spec")), _map(old.get("spec"))
+    new_cmp, old_cmp = json.loads(json.dumps(new_spec)), json.loads(json.dumps(old_spec))
+    for spec in (new_cmp, old_cmp):
+        spec["volumeMode"] = _volume_mode_of(spec)  # checked on its own below
+    if not old_spec.get("volumeName"):
+        old_cmp.pop("volumeName", None)
+        new_cmp.pop("volumeName", None)
+        if old_spec.get("storageClassName") is None:
+            new_cmp.pop("storageClassName", None)
+    bound = _map(new.get("status")).get("phase") == "Bound"
+    if bound:
+        for spec in (new_cmp, old_cmp):
+            _map(_map(spec.get("resources")).get("requests")).pop("storage", None)
+    causes: list[Cause] = []
+    if new_cmp != old_cmp:
+        causes.append(forbidden("spec", PVC_SPEC_IMMUTABLE))
+    new_size, old_size = _storage_request(new_spec), _storage_request(old_spec)
+    if new_size is not None and old_size is not None and new_size < old_size:
+        causes.append(
+            forbidden(
+                "spec.resources.requests.storage", "field can not be less than previous value"
+            )
+        )
+    if _volume_mode_of(new_spec) != _volume_mode_of(old_spec):
+        causes.append(invalid("volumeMode", new_spec.get("volumeMode"), IMMUTABLE))
+    return causes
+
+
 _SEMANTIC: dict[str, Callable[[dict[str, Any]], list[Cause]]] = {
     "Pod": _pod,
     "ReplicationController": _replication_controller,
@@ -897,6 +1265,11 @@ _SEMANTIC: dict[str, Callable[[dict[str, Any]], list[Cause]]] = {
     "Event": _event,
     "Lease": _lease,
     "Binding": _binding,
+    "ConfigMap": _config_map,
+    "Secret": _secret,
+    "StorageClass": _storage_class,
+    "PersistentVolume": _persistent_volume,
+    "PersistentVolumeClaim": _persistent_volume_claim,
 }
 
 
@@ -974,6 +1347,18 @@ def validate_update(rt: ResourceType, new: dict[str, Any], old: dict[str, Any]) 
             causes.append(invalid(f"metadata.{key}", n, IMMUTABLE))
     if rt.kind == "Pod":
         causes += _pod_update(new, old)
+    elif rt.kind == "ConfigMap":
+        causes += _immutable_contents(new, old, fields=("data", "binaryData"))
+    elif rt.kind == "Secret":
+        if new.get("type") != old.get("type"):
+            causes.append(invalid("type", new.get("type"), IMMUTABLE))
+        causes += _immutable_contents(new, old, fields=("data",))
+    elif rt.kind == "StorageClass":
+        causes += _storage_class_update(new, old)
+    elif rt.kind == "PersistentVolume":
+        causes += _persistent_volume_update(new, old)
+    elif rt.kind == "PersistentVolumeClaim":
+        causes += _persistent_volume_claim_update(new, old)
     elif rt.kind in ("ReplicaSet", "Deployment"):
         n_sel, o_sel = _map(new.get("spec")).get("selector"), _map(old.get("spec")).get("selector")
         if n_sel != o_sel:

@@ -6,6 +6,11 @@ NamespaceLifecycle plugin refuses new content in a namespace that does not exist
 namespace x because it is being terminated``), and refuses to delete the namespaces the system
 needs (403 ``this namespace may not be deleted``). Those rules live here.
 
+Kubernetes' DefaultStorageClass plugin is here too: a PersistentVolumeClaim created without
+``spec.storageClassName`` (absent or null; ``""`` means "no class" and is left alone) gets the
+class annotated ``storageclass.kubernetes.io/is-default-class: "true"`` — the newest one if
+several are, as Kubernetes picks since 1.26 — and none when no class is the default.
+
 Limits: the namespace is looked up in the namespaces watch cache, falling back to the store,
 so a namespace created a moment ago is found; a namespace deleted concurrently with a create
 may still admit it (the same race exists in Kubernetes — the namespace controller cleans up).
@@ -17,6 +22,7 @@ from typing import Any
 
 from api.errors import Forbidden, NotFound
 from api.registry import ResourceType
+from api.storage import is_default_class
 from services.apiserver.context import ApiContext
 
 __all__ = ["admit_create", "admit_delete"]
@@ -37,11 +43,19 @@ async def _namespace(ctx: ApiContext, name: str) -> dict[str, Any] | None:
 
 
 async def admit_create(
-    ctx: ApiContext, rt: ResourceType, *, namespace: str | None, name: str
+    ctx: ApiContext,
+    rt: ResourceType,
+    *,
+    namespace: str | None,
+    name: str,
+    obj: dict[str, Any] | None = None,
 ) -> None:
-    """Refuse a create into a missing or terminating namespace."""
+    """Refuse a create into a missing or terminating namespace; give a new claim (``obj``,
+    changed in place) the default storage class."""
     if not rt.namespaced or namespace is None:
         return
+    if obj is not None and rt.group == "" and rt.kind == "PersistentVolumeClaim":
+        await _default_storage_class(ctx, obj)
     ns = await _namespace(ctx, namespace)
     if ns is None:
         raise NotFound.of("namespaces", namespace)
@@ -56,6 +70,21 @@ async def admit_create(
             name=name,
             group=rt.group or None,
         )
+
+
+async def _default_storage_class(ctx: ApiContext, claim: dict[str, Any]) -> None:
+    spec = claim.get("spec")
+    if not isinstance(spec, dict) or spec.get("storageClassName") is not None:
+        return
+    sc_rt = ctx.resource("storage.k8s.io", "storageclasses")
+    classes = (await ctx.storage(sc_rt).list(None)).items
+    defaults = [sc for sc in classes if is_default_class(sc)]
+    if not defaults:
+        return
+    # newest first; equally old ones by name (getDefaultClass)
+    defaults.sort(key=lambda sc: str(sc["metadata"].get("name") or ""))
+    defaults.sort(key=lambda sc: str(sc["metadata"].get("creationTimestamp") or ""), reverse=True)
+    spec["storageClassName"] = defaults[0]["metadata"]["name"]
 
 
 def admit_delete(ctx: ApiContext, rt: ResourceType, *, name: str) -> None:

@@ -59,6 +59,9 @@ _PACKAGE_PREFIXES = {
     "api.coordination": "io.k8s.api.coordination.v1",
     "api.autoscaling": "io.k8s.api.autoscaling.v1",
     "api.policy": "io.k8s.api.policy.v1",
+    "api.config": "io.k8s.api.core.v1",
+    "api.persistentvolumes": "io.k8s.api.core.v1",
+    "api.storage": "io.k8s.api.storage.v1",
 }
 
 # keys kube-openapi's Schema decodes that our schemas use; anything else is dropped

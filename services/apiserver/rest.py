@@ -139,7 +139,7 @@ async def create(request: web.Request, ctx: ApiContext, target: Target) -> web.R
                 secrets.choice(_GENERATE_ALPHABET) for _ in range(5)
             )
         name = str(obj_meta.get("name") or "")
-        await admit_create(ctx, rt, namespace=target.namespace, name=name)
+        await admit_create(ctx, rt, namespace=target.namespace, name=name, obj=obj)
         prepare_for_create(rt, obj)
         default_object(rt, obj)
         validate_object(rt, obj)
@@ -201,8 +201,8 @@ async def update(request: web.Request, ctx: ApiContext, target: Target) -> web.R
         async def create_instead() -> Obj:
             if wanted_rv:
                 raise storage.not_found(name)
-            await admit_create(ctx, rt, namespace=target.namespace, name=name)
             obj = copy.deepcopy(body)
+            await admit_create(ctx, rt, namespace=target.namespace, name=name, obj=obj)
             prepare_for_create(rt, obj)
             default_object(rt, obj)
             validate_object(rt, obj)

@@ -102,6 +102,8 @@ def prepare_for_create(rt: ResourceType, obj: Obj) -> None:
         obj["status"] = {"phase": "Active"}
     elif kind == ("", "Pod"):
         obj["status"] = {}  # defaulting sets phase Pending and the QoS class
+    elif kind == ("", "PersistentVolume"):
+        obj["status"] = {"phase": "Pending", "lastPhaseTransitionTime": now_time()}
     elif rt.has_status and kind not in _STATUS_ON_CREATE:
         obj["status"] = {}
 
@@ -168,6 +170,13 @@ def prepare_for_status_update(rt: ResourceType, new: Obj, old: Obj) -> Obj:
         qos = (old.get("status") or {}).get("qosClass")
         if qos is not None:
             out["status"]["qosClass"] = qos
+    if (rt.group, rt.kind) == ("", "PersistentVolume") and isinstance(out.get("status"), dict):
+        # the time of the last phase change is the server's to stamp
+        old_status = old.get("status") or {}
+        if out["status"].get("phase") != old_status.get("phase"):
+            out["status"]["lastPhaseTransitionTime"] = now_time()
+        elif "lastPhaseTransitionTime" in old_status:
+            out["status"]["lastPhaseTransitionTime"] = old_status["lastPhaseTransitionTime"]
     fill_serialised(rt.kind, out)  # a status written without status.replicas still carries it
     return out
 

@@ -5,8 +5,10 @@ Table (``Accept: application/json;as=Table;v=v1;g=meta.k8s.io``) and prints the 
 hiding ``priority: 1`` columns unless ``-o wide``. So the cells here are computed the way
 Kubernetes' own printers compute them (``pkg/printers/internalversion/printers.go``): the pod
 status word (``Init:0/1``, ``CrashLoopBackOff``, ``Completed``, ``Terminating``...), restarts as
-``"3 (5m ago)"``, node ``Ready,SchedulingDisabled`` and roles, replica counts, event columns, and
-ages in ``HumanDuration`` form (``45s``, ``5m2s``, ``3h``, ``2d``).
+``"3 (5m ago)"``, node ``Ready,SchedulingDisabled`` and roles, replica counts, event columns,
+secrets' types and data counts, a storage class's ``(default)`` mark, volumes' and claims'
+``RWO,ROX`` access modes and ``ns/claim``, and ages in ``HumanDuration`` form (``45s``,
+``5m2s``, ``3h``, ``2d``).
 
 What it owns: one ``TablePrinter`` per (group, kind) — its column definitions and a function from
 an object dict to the row's cells — plus Accept-header negotiation (``wants_table``) and the Table
@@ -29,6 +31,7 @@ from typing import Any
 
 from api.errors import BadRequest
 from api.registry import ResourceType
+from api.storage import is_default_class
 
 __all__ = [
     "TABLE_CONTENT_TYPE",
@@ -599,6 +602,202 @@ LEASE_PRINTER = TablePrinter(
 )
 
 
+# ---- configuration: configmaps, secrets, service accounts
+
+
+def _count(value: Any) -> int:
+    return len(value) if isinstance(value, Mapping | list) else 0
+
+
+def _configmap_cells(cm: Obj, now: datetime) -> list[Any]:
+    """``printConfigMap``: NAME DATA AGE (``data`` and ``binaryData`` keys together)."""
+    data = _count(cm.get("data")) + _count(cm.get("binaryData"))
+    return [_meta(cm).get("name", ""), data, _age(cm, now)]
+
+
+CONFIGMAP_PRINTER = TablePrinter(
+    columns=(
+        NAME,
+        Column("Data", description="Data contains the configuration data."),
+        AGE,
+    ),
+    cells=_configmap_cells,
+)
+
+
+def _secret_cells(secret: Obj, now: datetime) -> list[Any]:
+    """``printSecret``: NAME TYPE DATA AGE."""
+    return [
+        _meta(secret).get("name", ""),
+        secret.get("type") or "",
+        _count(secret.get("data")),
+        _age(secret, now),
+    ]
+
+
+SECRET_PRINTER = TablePrinter(
+    columns=(
+        NAME,
+        Column("Type", description="Used to facilitate programmatic handling of secret data."),
+        Column("Data", description="Data contains the secret data."),
+        AGE,
+    ),
+    cells=_secret_cells,
+)
+
+
+def _service_account_cells(sa: Obj, now: datetime) -> list[Any]:
+    """``printServiceAccount``: NAME SECRETS AGE."""
+    return [_meta(sa).get("name", ""), _count(sa.get("secrets")), _age(sa, now)]
+
+
+SERVICE_ACCOUNT_PRINTER = TablePrinter(
+    columns=(
+        NAME,
+        Column("Secrets", description="Secrets is a list of the secrets in the same namespace."),
+        AGE,
+    ),
+    cells=_service_account_cells,
+)
+
+
+# ---- storage: storage classes, persistent volumes and claims
+
+_BETA_CLASS_ANNOTATION = "volume.beta.kubernetes.io/storage-class"
+_ACCESS_MODE_SHORT = (
+    ("ReadWriteOnce", "RWO"),
+    ("ReadOnlyMany", "ROX"),
+    ("ReadWriteMany", "RWX"),
+    ("ReadWriteOncePod", "RWOP"),
+)
+
+
+def _access_modes(modes: Any) -> str:
+    """``helper.GetAccessModesAsString``: ``RWO,ROX,RWX,RWOP`` in that order, each once."""
+    present = set(modes) if isinstance(modes, list) else set()
+    return ",".join(short for mode, short in _ACCESS_MODE_SHORT if mode in present)
+
+
+def _volume_class(obj: Obj) -> str:
+    """The beta class annotation if set, else ``spec.storageClassName``."""
+    annotations = _meta(obj).get("annotations") or {}
+    if _BETA_CLASS_ANNOTATION in annotations:
+        return str(annotations[_BETA_CLASS_ANNOTATION])
+    return str(_spec(obj).get("storageClassName") or "")
+
+
+def _volume_phase(obj: Obj) -> str:
+    return "Terminating" if _meta(obj).get("deletionTimestamp") else _status(obj).get("phase") or ""
+
+
+def _storage_class_cells(sc: Obj, now: datetime) -> list[Any]:
+    """``printStorageClass``: NAME (``(default)`` after the default's) PROVISIONER RECLAIMPOLICY
+    VOLUMEBINDINGMODE ALLOWVOLUMEEXPANSION AGE."""
+    name = str(_meta(sc).get("name", ""))
+    return [
+        name + " (default)" if is_default_class(sc) else name,
+        sc.get("provisioner") or "",
+        sc.get("reclaimPolicy") or "Delete",
+        sc.get("volumeBindingMode") or "Immediate",
+        sc.get("allowVolumeExpansion") is True,
+        _age(sc, now),
+    ]
+
+
+STORAGE_CLASS_PRINTER = TablePrinter(
+    columns=(
+        NAME,
+        Column("Provisioner", description="Provisioner indicates the type of the provisioner."),
+        Column("ReclaimPolicy", description="Dynamically provisioned volumes' reclaim policy."),
+        Column("VolumeBindingMode", description="When volume binding and provisioning occur."),
+        Column("AllowVolumeExpansion", description="Whether the class allows volume expansion."),
+        AGE,
+    ),
+    cells=_storage_class_cells,
+)
+
+_VOLUME_MODE = Column("VolumeMode", priority=1, description="How a volume is consumed.")
+_VOLUME_ATTRIBUTES_CLASS = Column(
+    "VolumeAttributesClass", description="The VolumeAttributesClass the volume belongs to."
+)
+
+
+def _pv_cells(pv: Obj, now: datetime) -> list[Any]:
+    """``printPersistentVolume``: NAME CAPACITY ACCESS MODES RECLAIM POLICY STATUS CLAIM
+    STORAGECLASS VOLUMEATTRIBUTESCLASS REASON AGE | VOLUMEMODE."""
+    spec = _spec(pv)
+    ref = spec.get("claimRef")
+    claim = f"{ref.get('namespace') or ''}/{ref.get('name') or ''}" if ref else ""
+    return [
+        _meta(pv).get("name", ""),
+        str((spec.get("capacity") or {}).get("storage") or "0"),
+        _access_modes(spec.get("accessModes")),
+        spec.get("persistentVolumeReclaimPolicy") or "",
+        _volume_phase(pv),
+        claim,
+        _volume_class(pv),
+        spec.get("volumeAttributesClassName") or "<unset>",
+        _status(pv).get("reason") or "",
+        _age(pv, now),
+        spec.get("volumeMode") or "<unset>",
+    ]
+
+
+PV_PRINTER = TablePrinter(
+    columns=(
+        NAME,
+        Column("Capacity", description="The actual resources of the volume."),
+        Column("Access Modes", description="All ways the volume can be mounted."),
+        Column("Reclaim Policy", description="What happens to the volume when released."),
+        Column("Status", description="The phase of the volume."),
+        Column("Claim", description="The claim bound to the volume."),
+        Column("StorageClass", description="The StorageClass the volume belongs to."),
+        _VOLUME_ATTRIBUTES_CLASS,
+        Column("Reason", description="Why the volume is in this phase."),
+        AGE,
+        _VOLUME_MODE,
+    ),
+    cells=_pv_cells,
+)
+
+
+def _pvc_cells(pvc: Obj, now: datetime) -> list[Any]:
+    """``printPersistentVolumeClaim``: NAME STATUS VOLUME CAPACITY ACCESS MODES STORAGECLASS
+    VOLUMEATTRIBUTESCLASS AGE | VOLUMEMODE. Capacity and modes are the bound volume's."""
+    spec, status = _spec(pvc), _status(pvc)
+    capacity = modes = ""
+    if spec.get("volumeName"):
+        modes = _access_modes(status.get("accessModes"))
+        capacity = str((status.get("capacity") or {}).get("storage") or "0")
+    return [
+        _meta(pvc).get("name", ""),
+        _volume_phase(pvc),
+        spec.get("volumeName") or "",
+        capacity,
+        modes,
+        _volume_class(pvc),
+        spec.get("volumeAttributesClassName") or "<unset>",
+        _age(pvc, now),
+        spec.get("volumeMode") or "<unset>",
+    ]
+
+
+PVC_PRINTER = TablePrinter(
+    columns=(
+        NAME,
+        Column("Status", description="The phase of the claim."),
+        Column("Volume", description="The volume bound to the claim."),
+        Column("Capacity", description="The actual resources of the bound volume."),
+        Column("Access Modes", description="The access modes of the bound volume."),
+        Column("StorageClass", description="The StorageClass the claim asks for."),
+        _VOLUME_ATTRIBUTES_CLASS,
+        AGE,
+        _VOLUME_MODE,
+    ),
+    cells=_pvc_cells,
+)
+
+
 def _default_cells(obj: Obj, now: datetime) -> list[Any]:
     return [_meta(obj).get("name", ""), _age(obj, now)]
 
@@ -615,6 +814,12 @@ PRINTERS: dict[tuple[str, str], TablePrinter] = {
     ("events.k8s.io", "Event"): EVENT_PRINTER,
     ("", "Namespace"): NAMESPACE_PRINTER,
     ("coordination.k8s.io", "Lease"): LEASE_PRINTER,
+    ("", "ConfigMap"): CONFIGMAP_PRINTER,
+    ("", "Secret"): SECRET_PRINTER,
+    ("", "ServiceAccount"): SERVICE_ACCOUNT_PRINTER,
+    ("storage.k8s.io", "StorageClass"): STORAGE_CLASS_PRINTER,
+    ("", "PersistentVolume"): PV_PRINTER,
+    ("", "PersistentVolumeClaim"): PVC_PRINTER,
 }
 
 

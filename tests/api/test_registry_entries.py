@@ -27,6 +27,22 @@ def test_every_served_resource_is_registered_with_kubernetes_names() -> None:
         ("apps", "v1", "replicasets"): ("ReplicaSet", "replicaset", True, ("rs",)),
         ("apps", "v1", "deployments"): ("Deployment", "deployment", True, ("deploy",)),
         ("coordination.k8s.io", "v1", "leases"): ("Lease", "lease", True, ()),
+        ("", "v1", "configmaps"): ("ConfigMap", "configmap", True, ("cm",)),
+        ("", "v1", "secrets"): ("Secret", "secret", True, ()),
+        ("", "v1", "serviceaccounts"): ("ServiceAccount", "serviceaccount", True, ("sa",)),
+        ("", "v1", "persistentvolumes"): ("PersistentVolume", "persistentvolume", False, ("pv",)),
+        ("", "v1", "persistentvolumeclaims"): (
+            "PersistentVolumeClaim",
+            "persistentvolumeclaim",
+            True,
+            ("pvc",),
+        ),
+        ("storage.k8s.io", "v1", "storageclasses"): (
+            "StorageClass",
+            "storageclass",
+            False,
+            ("sc",),
+        ),
     }
 
 
@@ -35,7 +51,12 @@ def test_lookups_by_any_name() -> None:
     assert REGISTRY.resolve("Deployment") is REGISTRY.by_kind("apps", "Deployment")
     assert REGISTRY.by_api_version("apps/v1", "ReplicaSet") is REGISTRY.resolve("rs")
     assert REGISTRY.by_api_version("coordination.k8s.io/v1", "Lease") is REGISTRY.resolve("leases")
-    assert REGISTRY.groups() == {"": ["v1"], "apps": ["v1"], "coordination.k8s.io": ["v1"]}
+    assert REGISTRY.groups() == {
+        "": ["v1"],
+        "apps": ["v1"],
+        "coordination.k8s.io": ["v1"],
+        "storage.k8s.io": ["v1"],
+    }
     pods, deployments = REGISTRY.resolve("pods"), REGISTRY.resolve("deploy")
     assert pods is not None and pods.model is Pod and pods.categories == ("all",)
     assert deployments is not None and deployments.model is Deployment

@@ -137,6 +137,77 @@ SAMPLES: dict[tuple[str, str], Sample] = {
             "spec": {"holderIdentity": "node1", "leaseDurationSeconds": 40},
         }
     ),
+    ("", "ConfigMap"): Sample(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": NAME},
+            "data": {"a": "1"},
+            "binaryData": {"b": "AAE="},
+        }
+    ),
+    ("", "Secret"): Sample(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": NAME},
+            "stringData": {"password": "s3cret"},
+        }
+    ),
+    ("", "ServiceAccount"): Sample(
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": NAME},
+            "imagePullSecrets": [{"name": "registry"}],
+        }
+    ),
+    ("", "PersistentVolume"): Sample(
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": NAME},
+            "spec": {
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteOnce"],
+                "local": {"path": "/data/sample"},
+                "nodeAffinity": {
+                    "required": {
+                        "nodeSelectorTerms": [
+                            {
+                                "matchExpressions": [
+                                    {
+                                        "key": "kubernetes.io/hostname",
+                                        "operator": "In",
+                                        "values": ["node1"],
+                                    }
+                                ]
+                            }
+                        ]
+                    }
+                },
+            },
+        }
+    ),
+    ("", "PersistentVolumeClaim"): Sample(
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": NAME},
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": "1Gi"}},
+            },
+        }
+    ),
+    ("storage.k8s.io", "StorageClass"): Sample(
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "StorageClass",
+            "metadata": {"name": NAME},
+            "provisioner": "example.com/sample",
+        }
+    ),
 }
 
 # Subresources that answer with no typed object (they stream or proxy to a kubelet).
@@ -385,6 +456,21 @@ LEGACY: list[tuple[tuple[str, str], Obj, dict[str, Any]]] = [
         },
     ),
 ]
+
+
+LEGACY.append(
+    (
+        ("storage.k8s.io", "StorageClass"),
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "StorageClass",
+            "metadata": {"name": "old", "uid": "u6"},
+            "provisioner": "example.com/old",
+        },
+        # stored before defaulting: a patch of its labels is not an update of reclaimPolicy
+        {"provisioner": "example.com/old"},
+    )
+)
 
 
 def dig(obj: Any, path: str) -> Any:

@@ -43,7 +43,7 @@ DEPLOYMENTS = _rt("Deployment", "deployments", group="apps")
 EVENTS = _rt("Event", "events")
 NAMESPACES = _rt("Namespace", "namespaces", namespaced=False)
 LEASES = _rt("Lease", "leases", group="coordination.k8s.io")
-CONFIGMAPS = _rt("ConfigMap", "configmaps")
+WIDGETS = _rt("Widget", "widgets")  # a kind without a printer of its own
 
 
 def ago(**kw: float) -> str:
@@ -733,8 +733,8 @@ def test_namespace_lease_and_default() -> None:
     assert headers(LEASES) == ["NAME", "HOLDER", "AGE"]
     assert cells(LEASES, lease) == ["node1", "node1", "30s"]
     assert cells(LEASES, {"metadata": {"name": "x"}, "spec": {}}) == ["x", "", "<unknown>"]
-    assert headers(CONFIGMAPS) == ["NAME", "AGE"]
-    assert cells(CONFIGMAPS, {"metadata": {"name": "cm", "creationTimestamp": ago(minutes=7)}}) == [
+    assert headers(WIDGETS) == ["NAME", "AGE"]
+    assert cells(WIDGETS, {"metadata": {"name": "cm", "creationTimestamp": ago(minutes=7)}}) == [
         "cm",
         "7m",
     ]
