@@ -21,10 +21,12 @@ async def test_new_namespace_gets_default_and_it_comes_back_after_deletion(
     client = cluster.client
     async with Watcher(client, SERVICEACCOUNTS) as accounts:
         for ns in ("default", "kube-system", "kube-public", "kube-node-lease"):
-            await accounts.wait_until(
-                lambda _o, ns=ns: accounts.get(f"{ns}/default") is not None,
-                what=f"serviceaccount {ns}/default",
-            )
+            key = f"{ns}/default"
+
+            def present(_o: list[dict[str, object]], key: str = key) -> bool:
+                return accounts.get(key) is not None
+
+            await accounts.wait_until(present, what=f"serviceaccount {key}")
 
         await client.create(NAMESPACES, {"metadata": {"name": "team"}})
         await accounts.wait_until(
