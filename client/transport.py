@@ -1,0 +1,178 @@
+"""The HTTP transport under ``ApiClient``: one session, the rate limit, retries where safe.
+
+Why a module of its own: what may be retried, how long to wait and what a lost connection means
+are decisions about HTTP, independent of which verb or resource is asked for. They are taken
+here once, for plain requests and for watch openings alike.
+
+What it owns:
+
+* one ``aiohttp.ClientSession`` (created on first use, closed by ``close()``), no connection
+  limit, since every watch holds a connection for minutes; default headers (Accept,
+  User-Agent, a bearer token);
+* ``ClientConfig.qps``: a token bucket every request (watches included) passes; off by default;
+* **retries**: an idempotent request (GET by default) that fails to connect, or gets 429/503,
+  is retried (``read_retries`` times, jittered backoff, honouring ``Retry-After``). A write that
+  got 429 is retried too (the server did not act on it); a write that lost its connection is
+  *not* — its outcome is unknown, so ``ApiUnreachable`` is raised and the caller re-reads;
+* ``watch_opener``: opening a watch response, whose errors become the same typed errors.
+
+What it does not guarantee: no retry on Conflict (every write is a compare-and-swap: callers
+re-read); a watch opening is never retried here (the reflector backs off).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import aiohttp
+
+from api.errors import StatusError
+from client.backoff import Backoff, BackoffPolicy
+from client.kubeconfig import ClientConfig
+from client.ratelimit import TokenBucket
+from client.responses import ApiUnreachable, decode_body, error_from, retry_after
+
+__all__ = ["Transport"]
+
+READ_RETRY = BackoffPolicy(initial=0.2, factor=2.0, cap=5.0, jitter=0.5, reset_after=60.0)
+"""Back-off between retries of one request."""
+WATCH_GRACE = 60.0
+"""The server ends a watch after timeoutSeconds; the client gives up this much later, so a
+half-open connection cannot hang a reflector forever."""
+
+log = logging.getLogger("client.rest")
+
+
+class Transport:
+    """Sends requests to one apiserver (``config.server``)."""
+
+    def __init__(
+        self, config: ClientConfig, *, session: aiohttp.ClientSession | None = None
+    ) -> None:
+        self.config = config
+        self.server = config.server.rstrip("/")
+        self._session = session
+        self._owns_session = session is None
+        self._limiter = (
+            TokenBucket(qps=config.qps, burst=config.burst) if config.qps is not None else None
+        )
+        headers = {"Accept": "application/json", "User-Agent": config.user_agent}
+        if config.token:
+            headers["Authorization"] = f"Bearer {config.token}"
+        self._headers = headers
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            connector = aiohttp.TCPConnector(limit=0, ssl=self.config.ssl_context() or True)
+            self._session = aiohttp.ClientSession(connector=connector, headers=self._headers)
+            self._owns_session = True
+        return self._session
+
+    async def close(self) -> None:
+        if self._session is not None and self._owns_session:
+            await self._session.close()
+        self._session = None
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None,
+        data: bytes | None,
+        headers: Mapping[str, str] | None,
+    ) -> tuple[Any, StatusError | None, float | None]:
+        """One attempt: (decoded answer, None, None) or (None, its error, its retry hint)."""
+        if self._limiter is not None:
+            await self._limiter.acquire()
+        async with self.session.request(
+            method,
+            self.server + path,
+            params=params,
+            data=data,
+            headers=headers,
+            timeout=aiohttp.ClientTimeout(total=self.config.request_timeout),
+        ) as resp:
+            payload = await resp.read()
+            if resp.status < 400:
+                return decode_body(payload, resp.content_type), None, None
+            error = error_from(resp.status, payload, resp.content_type)
+            return None, error, retry_after(resp, error)
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        idempotent: bool | None = None,
+    ) -> Any:
+        """Send one request; the decoded JSON (or text) answer, or a raised ``StatusError``."""
+        idempotent = method == "GET" if idempotent is None else idempotent
+        data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
+        headers = {"Content-Type": content_type} if data is not None else None
+        attempts = 1 + max(0, self.config.read_retries)
+        backoff = Backoff(READ_RETRY)
+        for attempt in range(1, attempts + 1):
+            try:
+                answer, error, hint = await self._send(
+                    method, path, params=params, data=data, headers=headers
+                )
+            except (TimeoutError, aiohttp.ClientConnectionError) as exc:
+                if not idempotent or attempt == attempts:
+                    raise ApiUnreachable(f"{method} {path}: {exc or type(exc).__name__}") from exc
+                what = f"failed ({exc or type(exc).__name__})"
+                hint = None
+            else:
+                if error is None:
+                    return answer
+                retryable = error.code == 429 or (error.code == 503 and idempotent)
+                if not retryable or attempt == attempts:
+                    raise error
+                what = f"answered {error.code} {error.reason}"
+            delay = hint if hint is not None else backoff.next_delay()
+            log.info(
+                "%s %s %s; will retry in %.1fs (attempt %d/%d)",
+                method,
+                path,
+                what,
+                delay,
+                attempt + 1,
+                attempts,
+            )
+            await asyncio.sleep(delay)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def watch_opener(
+        self, path: str, *, params: Mapping[str, str], timeout_seconds: int | None
+    ) -> Callable[[], Awaitable[aiohttp.ClientResponse]]:
+        """A function that opens the watch response (raising typed errors); called by the
+        ``WatchStream`` on ``async with`` / first iteration."""
+        total = None if timeout_seconds is None else timeout_seconds + WATCH_GRACE
+        timeout = aiohttp.ClientTimeout(total=total, sock_connect=self.config.request_timeout)
+
+        async def opener() -> aiohttp.ClientResponse:
+            if self._limiter is not None:
+                await self._limiter.acquire()
+            try:
+                resp = await self.session.get(self.server + path, params=params, timeout=timeout)
+            except (TimeoutError, aiohttp.ClientConnectionError) as exc:
+                raise ApiUnreachable(f"watch {path}: {exc or type(exc).__name__}") from exc
+            if resp.status >= 400:
+                try:
+                    payload = await resp.read()
+                except (TimeoutError, aiohttp.ClientError) as exc:
+                    raise ApiUnreachable(f"watch {path}: {exc}") from exc
+                finally:
+                    resp.release()
+                raise error_from(resp.status, payload, resp.content_type)
+            return resp
+
+        return opener
