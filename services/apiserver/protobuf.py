@@ -73,6 +73,12 @@ _MESSAGES: dict[str, str] = {
     "ObjectReference": "1 kind str; 2 namespace str; 3 name str; 4 uid str; 5 apiVersion str;"
         " 6 resourceVersion str; 7 fieldPath str",
     "LocalObjectReference": "1 name str",
+    # --- core/v1: ConfigMap, Secret, ServiceAccount (kubectl create configmap|secret|sa) ------
+    "ConfigMap": "1 metadata ObjectMeta; 4 immutable ?bool; 2 data {str}; 3 binaryData {bytes}",
+    "Secret": "1 metadata ObjectMeta; 5 immutable ?bool; 2 data {bytes}; 4 stringData {str};"
+        " 3 type str",
+    "ServiceAccount": "1 metadata ObjectMeta; 2 secrets *ObjectReference;"
+        " 3 imagePullSecrets *LocalObjectReference; 4 automountServiceAccountToken ?bool",
     # --- core/v1: Pod ---------------------------------------------------------------------------
     "Pod": "1 metadata ObjectMeta; 2 spec PodSpec; 3 status PodStatus",
     "PodTemplateSpec": "1 metadata ObjectMeta; 2 spec PodSpec",
@@ -307,6 +313,9 @@ _KINDS: dict[tuple[str, str], str] = {
     ("v1", "Event"): "Event",
     ("v1", "ReplicationController"): "ReplicationController",
     ("v1", "Binding"): "Binding",
+    ("v1", "ConfigMap"): "ConfigMap",
+    ("v1", "Secret"): "Secret",
+    ("v1", "ServiceAccount"): "ServiceAccount",
     ("apps/v1", "Deployment"): "Deployment",
     ("apps/v1", "ReplicaSet"): "ReplicaSet",
     ("coordination.k8s.io/v1", "Lease"): "Lease",
@@ -520,7 +529,7 @@ def _repeated(value: int | memoryview, wire: int, *, field: _Field, path: str) -
 def _map_entry(buf: memoryview, *, field: _Field, path: str) -> tuple[str, Any]:
     """A map entry message: 1 key (string), 2 value. Absent parts are their zero values."""
     key = ""
-    item: Any = _ZERO.get(field.type, "" if field.type == "Quantity" else {})
+    item: Any = _ZERO.get(field.type, "" if field.type in ("Quantity", "bytes") else {})
     for number, wire, value in _fields(buf, path=path):
         if number == 1:
             key = _text(_expect_length(value, wire, path))
