@@ -73,7 +73,7 @@ def parse_quantity(q: str | int | float) -> Fraction:
         raise ValueError(QUANTITY_ERROR)
     number, suffix = _split(q)
     if suffix in _BINARY:
-        return number * 1024 ** _BINARY[suffix]
+        return number * Fraction(1024) ** _BINARY[suffix]
     if suffix in _DECIMAL:
         return number * Fraction(10) ** _DECIMAL[suffix]
     m = _EXPONENT.match(suffix)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from api.errors import BadRequest
 from api.names import validate_label_key, validate_label_value
@@ -370,7 +370,14 @@ _EXPRESSION_OPERATORS = {
 }
 
 
-def label_selector_from_dict(d: Mapping[str, Any] | Any | None) -> LabelSelector:
+class SupportsModelDump(Protocol):
+    """A pydantic model (``api.meta.LabelSelectorSpec``, a node selector term) that this module,
+    which imports no models, reads through its alias-keyed dump."""
+
+    def model_dump(self, *, by_alias: bool, exclude_none: bool) -> dict[str, Any]: ...
+
+
+def label_selector_from_dict(d: Mapping[str, Any] | SupportsModelDump | None) -> LabelSelector:
     """The structured ``metav1.LabelSelector`` (a dict or ``api.meta.LabelSelectorSpec``).
 
     ``None`` matches nothing, ``{}`` everything (``LabelSelectorAsSelector``). An unknown
@@ -556,14 +563,14 @@ def parse_field_selector(s: str | None) -> FieldSelector:
 # -- node selectors (node affinity, matchFields) ---------------------------------------------
 
 
-def _as_dict(x: Mapping[str, Any] | Any) -> Mapping[str, Any]:
+def _as_dict(x: Mapping[str, Any] | SupportsModelDump) -> Mapping[str, Any]:
     if isinstance(x, Mapping):
         return x
     return x.model_dump(by_alias=True, exclude_none=True)
 
 
 def node_selector_requirement_matches(
-    req: Mapping[str, Any] | Any, labels: Mapping[str, str] | None
+    req: Mapping[str, Any] | SupportsModelDump, labels: Mapping[str, str] | None
 ) -> bool:
     """One ``NodeSelectorRequirement`` (dict or model) against a node's labels.
 
@@ -604,7 +611,7 @@ def _field_requirement_matches(req: Mapping[str, Any], node_name: str) -> bool:
 
 
 def node_selector_terms_match(
-    terms: Iterable[Mapping[str, Any] | Any] | None,
+    terms: Iterable[Mapping[str, Any] | SupportsModelDump] | None,
     labels: Mapping[str, str] | None,
     *,
     node_name: str = "",

@@ -45,8 +45,11 @@ class JSONPatchError(Exception):
     """Why an operation could not be applied (the detail behind the generic 422)."""
 
 
-def apply_json_patch(target: dict[str, Any], ops: Any) -> dict[str, Any]:
+def apply_json_patch(target: dict[str, Any], ops: Any) -> JSONValue:
     """Apply the RFC 6902 operations ``ops`` to ``target``; return a new document.
+
+    The document need not be an object afterwards (an op may replace the root); the caller
+    checks that.
 
     Raises ``BadRequest`` for a malformed document, ``RequestEntityTooLarge`` beyond
     ``MAX_OPERATIONS`` and ``Invalid`` when an operation cannot be applied.
@@ -58,7 +61,7 @@ def apply_json_patch(target: dict[str, Any], ops: Any) -> dict[str, Any]:
             doc = _apply_one(doc, op)
         except JSONPatchError as err:
             raise Invalid(REJECTED) from JSONPatchError(f"operation {number} ({render(op)}): {err}")
-    return doc  # type: ignore[no-any-return]
+    return doc
 
 
 def _check_shape(ops: Any) -> None:
