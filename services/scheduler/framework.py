@@ -25,9 +25,10 @@ remembers which nodes passed, so a burst of replicas pays only for the dynamic f
 
 Two optional batch forms exist for the per-node hot spots, because a Python call per node is
 most of a cycle's cost on a large cluster: a filter may add ``filter_each(state, pod, nodes)``
-(a generator of per-node answers, consumed only as far as the search goes) and a score plugin
-``score_all(state, pod, nodes)`` (a list). They must answer exactly as ``filter``/``score``
-would; the framework uses them when it can (a single dynamic filter; any scorer).
+(a generator of per-node answers, consumed only as far as the search goes: ``BatchFilterPlugin``)
+and a score plugin ``score_all(state, pod, nodes)`` (a list: ``BatchScorePlugin``). They must
+answer exactly as ``filter``/``score`` would; the framework uses them when it can (a single
+dynamic filter; any scorer).
 
 What this module does not do: preemption, permit/reserve points, more than one profile, and
 extenders.
@@ -40,13 +41,15 @@ import random
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeGuard, runtime_checkable
 
 from services.scheduler.nodeinfo import NodeInfo, PodInfo
 
 __all__ = [
     "MAX_NODE_SCORE",
     "SKIP",
+    "BatchFilterPlugin",
+    "BatchScorePlugin",
     "Code",
     "CycleState",
     "Diagnosis",
@@ -160,6 +163,14 @@ class FilterPlugin(Plugin, Protocol):
         ...
 
 
+class BatchFilterPlugin(FilterPlugin, Protocol):
+    def filter_each(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> Iterable[Status | None]:
+        """``filter`` for each of ``nodes`` in order, consumed only as far as the search goes."""
+        ...
+
+
 @runtime_checkable
 class PreScorePlugin(Plugin, Protocol):
     def pre_score(
@@ -176,11 +187,25 @@ class ScorePlugin(Plugin, Protocol):
         ...
 
 
+class BatchScorePlugin(ScorePlugin, Protocol):
+    def score_all(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[int]:
+        """``score`` for every one of ``nodes``, same order."""
+        ...
+
+
 @runtime_checkable
 class ScoreNormalizer(Plugin, Protocol):
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[int]) -> None:
         """Rescale this plugin's raw scores (in place, one per feasible node) into [0, 100]."""
         ...
+
+
+def _has_filter_each(plugin: FilterPlugin) -> TypeGuard[BatchFilterPlugin]:
+    return hasattr(plugin, "filter_each")
+
+
+def _has_score_all(plugin: ScorePlugin) -> TypeGuard[BatchScorePlugin]:
+    return hasattr(plugin, "score_all")
 
 
 def default_normalize_score(scores: list[int], *, reverse: bool = False) -> None:
@@ -304,8 +329,8 @@ class Framework:
         self.pre_score_plugins = list(pre_score)
         self.score_plugins = list(score)
         # isinstance() against a runtime-checkable Protocol is slow: decide once, not per cycle
-        self._batch_filters = {p.name for p in self.filter_plugins if hasattr(p, "filter_each")}
-        self._batch_scorers = {p.name for p, _ in self.score_plugins if hasattr(p, "score_all")}
+        self._batch_filters = {p.name: p for p in self.filter_plugins if _has_filter_each(p)}
+        self._batch_scorers = {p.name: p for p, _ in self.score_plugins if _has_score_all(p)}
         self._normalizers = {
             p.name: p for p, _ in self.score_plugins if isinstance(p, ScoreNormalizer)
         }
@@ -415,8 +440,9 @@ class Framework:
         start = self._next_start % count if count else 0
         examined = 0
         order = [*candidates[start:], *candidates[:start]] if start else candidates
-        if len(dynamic) == 1 and dynamic[0].name in self._batch_filters:
-            verdicts: Iterable[Status | None] = dynamic[0].filter_each(state, pod, order)  # type: ignore[attr-defined]
+        batch = self._batch_filters.get(dynamic[0].name) if len(dynamic) == 1 else None
+        if batch is not None:
+            verdicts: Iterable[Status | None] = batch.filter_each(state, pod, order)
             runners = [dynamic[0]]
         else:
             verdicts = self._filter_each(state, pod, order, dynamic)
@@ -453,8 +479,9 @@ class Framework:
         for scorer, weight in self.score_plugins:
             if scorer.name in state.skip_score:
                 continue
-            if scorer.name in self._batch_scorers:
-                scores = scorer.score_all(state, pod, nodes)  # type: ignore[attr-defined]
+            batch = self._batch_scorers.get(scorer.name)
+            if batch is not None:
+                scores = batch.score_all(state, pod, nodes)
             else:
                 score = scorer.score
                 scores = [score(state, pod, node) for node in nodes]

@@ -144,7 +144,7 @@ class SchedulingQueue:
         if attempts <= 0:
             return 0.0
         # doubling in floats would overflow for huge attempt counts; the cap is reached by 64
-        return min(self.max_backoff, self.initial_backoff * 2 ** min(attempts - 1, 64))
+        return min(self.max_backoff, self.initial_backoff * 2.0 ** min(attempts - 1, 64))
 
     # ---- moving between sub-queues -------------------------------------------------------
 

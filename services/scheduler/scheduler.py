@@ -36,7 +36,7 @@ from typing import Any
 from api.errors import AlreadyExists, Conflict, NotFound, StatusError
 from api.meta import now_time
 from api.registry import REGISTRY, ResourceType
-from client.events import EventRecorder
+from client.events import EventRecorder, EventType
 from client.rest import ApiClient
 from services.scheduler.cache import SchedulerCache
 from services.scheduler.framework import FitError, Framework
@@ -254,7 +254,7 @@ class Scheduler:
         except (StatusError, ConnectionError, TimeoutError) as exc:
             log.warning("could not set PodScheduled=False on %s: %r", pod.key, exc)
 
-    def _event(self, pod: PodInfo, type_: str, reason: str, message: str) -> None:
+    def _event(self, pod: PodInfo, type_: EventType, reason: str, message: str) -> None:
         if self.recorder is None:
             return
         ref = {
@@ -267,7 +267,7 @@ class Scheduler:
                 "resourceVersion": pod.resource_version,
             },
         }
-        self.recorder.event(ref, type_, reason, message)  # type: ignore[arg-type]
+        self.recorder.event(ref, type_, reason, message)
 
 
 def _scheduling_relevant_change(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
