@@ -39,6 +39,7 @@ events are not implemented.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections import OrderedDict
 from collections.abc import Collection
@@ -132,9 +133,9 @@ class GarbageCollector:
             informer = informers.get(rt)
             self.monitors[(rt.api_version, rt.kind)] = (rt, informer)
             informer.add_handler(
-                on_add=lambda obj, rt=rt: self._changed(rt, None, obj),
-                on_update=lambda old, new, rt=rt: self._changed(rt, old, new),
-                on_delete=lambda obj, rt=rt: self._deleted(rt, obj),
+                on_add=functools.partial(self._changed, rt, None),
+                on_update=functools.partial(self._changed, rt),
+                on_delete=functools.partial(self._deleted, rt),
             )
         self.attempt_to_delete: WorkQueue[Identity] = WorkQueue(name="garbage collector: delete")
         self.attempt_to_orphan: WorkQueue[Identity] = WorkQueue(name="garbage collector: orphan")

@@ -81,8 +81,10 @@ class NamespaceController:
             self.queue.add(ns["metadata"]["name"])
 
     def _content_gone(self, obj: Obj) -> None:
-        namespace = (obj.get("metadata") or {}).get("namespace")
-        ns = self.namespaces.get(namespace) if namespace else None
+        namespace: str | None = (obj.get("metadata") or {}).get("namespace")
+        if not namespace:
+            return
+        ns = self.namespaces.get(namespace)
         if ns is not None and ns["metadata"].get("deletionTimestamp"):
             self.queue.add(namespace)
 

@@ -75,7 +75,8 @@ def ready_status(node: Obj) -> str | None:
 def _heartbeat(node: Obj) -> str | None:
     for c in (node.get("status") or {}).get("conditions") or []:
         if c.get("type") == "Ready":
-            return c.get("lastHeartbeatTime")
+            heartbeat: str | None = c.get("lastHeartbeatTime")
+            return heartbeat
     return None
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from api.meta import parse_time
 
@@ -35,6 +35,7 @@ __all__ = [
 ]
 
 Obj = Mapping[str, Any]
+_Pod = TypeVar("_Pod", bound=Obj)
 
 _PHASE_ORDER = {"Pending": 0, "Unknown": 1, "Running": 2}
 
@@ -81,15 +82,16 @@ def is_available(pod: Obj, *, min_ready_seconds: int, now: datetime | None = Non
     return _timestamp(since) + min_ready_seconds <= now_ts
 
 
-def rank_for_deletion(pods: Iterable[Obj], *, related: Iterable[Obj] = ()) -> list[Obj]:
+def rank_for_deletion(pods: Iterable[_Pod], *, related: Iterable[Obj] = ()) -> list[_Pod]:
     """``pods`` sorted so that the ones to delete first come first.
 
     ``related`` are pods of sibling controllers (the other ReplicaSets of a Deployment): a pod
     on a node crowded with its relatives ranks earlier, so scale-downs spread pods out.
     """
-    pods = list(pods)
+    ranked = list(pods)
     on_node: Counter[str] = Counter()
-    for p in [*pods, *related]:
+    everyone: list[Obj] = [*ranked, *related]
+    for p in everyone:
         node = (p.get("spec") or {}).get("nodeName")
         if node and is_active(p):
             on_node[node] += 1
@@ -115,4 +117,4 @@ def rank_for_deletion(pods: Iterable[Obj], *, related: Iterable[Obj] = ()) -> li
             str(meta.get("name") or ""),
         )
 
-    return sorted(pods, key=key)
+    return sorted(ranked, key=key)
