@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from client.backoff import Backoff
-from client.events import EventRecorder
+from client.events import EventRecorder, EventType
 from client.rest import ApiClient
 from services.kubelet.runtime.base import ContainerRecord, PodSandbox, Runtime
 from services.kubelet.status_manager import StatusManager
@@ -141,5 +141,5 @@ class PodMemory:
             grace = spec.get("terminationGracePeriodSeconds")
         return float(DEFAULT_GRACE if grace is None else grace)
 
-    def event(self, type_: str, reason: str, message: str) -> None:
-        self.ctx.recorder.event(self.pod, type_, reason, message)  # type: ignore[arg-type]
+    def event(self, type_: EventType, reason: str, message: str) -> None:
+        self.ctx.recorder.event(self.pod, type_, reason, message)

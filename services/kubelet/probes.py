@@ -76,8 +76,8 @@ async def run_probe(
                 headers = {h["name"]: h["value"] for h in get.get("httpHeaders") or []}
                 headers.setdefault("User-Agent", "kube-probe/1.32")
                 async with (
-                    aiohttp.ClientSession() as session,
-                    session.get(url, headers=headers, allow_redirects=False) as resp,
+                    aiohttp.ClientSession() as http,
+                    http.get(url, headers=headers, allow_redirects=False) as resp,
                 ):
                     if 200 <= resp.status < 400:
                         return True, ""

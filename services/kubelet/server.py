@@ -70,7 +70,7 @@ class PodLookup(Protocol):
     def served_pods(self) -> Iterable[dict[str, Any]]: ...
 
 
-SERVER_LOOKUP: web.AppKey[PodLookup] = web.AppKey("kubelet_pod_lookup", PodLookup)  # type: ignore[type-abstract]
+SERVER_LOOKUP: web.AppKey[PodLookup] = web.AppKey("kubelet_pod_lookup", PodLookup)
 
 
 def _status_response(error: StatusError) -> web.Response:
@@ -86,7 +86,7 @@ def _int(request: web.Request, name: str) -> int | None:
     if raw in (None, ""):
         return None
     try:
-        return int(raw)  # type: ignore[arg-type]
+        return int(raw)
     except ValueError:
         raise BadRequest(f"invalid {name}: {raw!r}") from None
 

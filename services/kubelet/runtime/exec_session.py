@@ -95,8 +95,13 @@ class ProcessExecSession:
     @staticmethod
     async def _writable(fd: int) -> None:
         loop = asyncio.get_running_loop()
-        ready = loop.create_future()
-        loop.add_writer(fd, lambda: ready.done() or ready.set_result(None))
+        ready: asyncio.Future[None] = loop.create_future()
+
+        def wake() -> None:
+            if not ready.done():
+                ready.set_result(None)
+
+        loop.add_writer(fd, wake)
         try:
             await ready
         finally:

@@ -87,7 +87,9 @@ def process_start_time(pid: int) -> int | None:
 
 
 def _alive(pid: int | None, start: int | None) -> bool:
-    return bool(pid) and start is not None and process_start_time(pid) == start  # type: ignore[arg-type]
+    if not pid or start is None:
+        return False
+    return process_start_time(pid) == start
 
 
 @dataclass(slots=True)

@@ -29,6 +29,26 @@ import subprocess
 import sys
 import time
 
+# The shim starts with every container, so it does not import typing (several milliseconds) at
+# run time; type checkers treat any ``TYPE_CHECKING`` as true.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import NotRequired, TypedDict
+
+    class ShimConfig(TypedDict):
+        """What the kubelet writes to the shim's stdin (``runtime/process.py``)."""
+
+        argv: list[str]
+        logPath: str
+        exitFile: str
+        env: NotRequired[dict[str, str]]
+        cwd: NotRequired[str | None]
+        pidFile: NotRequired[str]
+        memoryLimit: NotRequired[int | None]
+
+    Pipes = tuple[int, int]
+    """The read ends of the container's stdout and stderr."""
+
 PARTIAL_FLUSH_SECONDS = 0.25
 """Bytes without a newline are written as a partial (``P``) line after this long, so a prompt
 printed without a newline still shows up in the log."""
@@ -85,7 +105,7 @@ def _preexec(memory_limit: int | None) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
 
 
-def _start(config: dict) -> subprocess.Popen[bytes] | str:
+def _start(config: ShimConfig) -> tuple[subprocess.Popen[bytes], Pipes] | str:
     argv = config["argv"]
     if not argv:
         return "no command specified"
@@ -115,11 +135,10 @@ def _start(config: dict) -> subprocess.Popen[bytes] | str:
     finally:
         os.close(out_w)
         os.close(err_w)
-    proc.kubelite_pipes = (out_r, err_r)  # type: ignore[attr-defined]
-    return proc
+    return proc, (out_r, err_r)
 
 
-def _write_json_atomic(path: str, data: dict) -> None:
+def _write_json_atomic(path: str, data: dict[str, object]) -> None:
     tmp = path + ".tmp"
     with open(tmp, "w") as fh:
         json.dump(data, fh)
@@ -129,9 +148,9 @@ def _write_json_atomic(path: str, data: dict) -> None:
 
 
 def main() -> int:
-    config = json.loads(sys.stdin.buffer.read())
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, lambda *_: None)
+    config: ShimConfig = json.loads(sys.stdin.buffer.read())
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, lambda *_: None)
     started = time.time()
     result = _start(config)
     if isinstance(result, str):
@@ -142,7 +161,7 @@ def main() -> int:
         sys.stdout.write(json.dumps({"error": result, "exitCode": 128}) + "\n")
         sys.stdout.flush()
         return 0
-    proc = result
+    proc, (out_r, err_r) = result
     if config.get("pidFile"):
         # written before the handshake: a kubelet killed right now still finds its container
         _write_json_atomic(
@@ -158,7 +177,6 @@ def main() -> int:
 
     log = LogWriter(config["logPath"])
     sel = selectors.DefaultSelector()
-    out_r, err_r = proc.kubelite_pipes  # type: ignore[attr-defined]
     sel.register(out_r, selectors.EVENT_READ, "stdout")
     sel.register(err_r, selectors.EVENT_READ, "stderr")
     pidfd = os.pidfd_open(proc.pid)
