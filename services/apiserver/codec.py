@@ -199,7 +199,7 @@ def _load_yaml_documents(body: bytes) -> list[Any]:
             documents.append(loader.construct_document(node))
         return documents
     finally:
-        loader.dispose()  # type: ignore[no-untyped-call]
+        loader.dispose()
 
 
 _ALIAS_RATIO_LOW = 400_000

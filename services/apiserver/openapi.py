@@ -263,7 +263,8 @@ class OpenAPIV3:
         return self._docs.get(path.strip("/"))
 
     def root(self) -> dict[str, Any]:
-        return json.loads(self.root_body()[0])
+        root: dict[str, Any] = json.loads(self.root_body()[0])
+        return root
 
     def document(self, path: str) -> dict[str, Any] | None:
         body = self.document_body(path)

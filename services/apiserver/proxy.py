@@ -79,8 +79,8 @@ async def _get(request: web.Request, plural: str, namespace: str | None, name: s
 def _container(pod: Obj, requested: str | None) -> str:
     name = pod["metadata"]["name"]
     spec = pod.get("spec") or {}
-    containers = [c["name"] for c in spec.get("containers") or []]
-    inits = [c["name"] for c in spec.get("initContainers") or []]
+    containers: list[str] = [c["name"] for c in spec.get("containers") or []]
+    inits: list[str] = [c["name"] for c in spec.get("initContainers") or []]
     if not requested:
         if len(containers) == 1:
             return containers[0]
