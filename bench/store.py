@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import itertools
 import sqlite3
 import statistics
@@ -140,16 +141,21 @@ async def run(*, count: int, concurrency: int, rounds: int) -> list[Row]:
         backends: list[tuple[str, Callable[[], str], Callable[[], tuple[float, float]]]] = [
             ("memory", lambda: "memory://", lambda: _dict_ceiling(count)),
         ]
+
+        def sqlite_url(sync: str) -> str:
+            return f"sqlite://{workdir}/store-{next(counter)}.db?synchronous={sync}"
+
+        def sqlite_ceiling(sync: str) -> tuple[float, float]:
+            return _sqlite_ceiling(
+                workdir / f"ceiling-{next(counter)}.db", synchronous=sync, count=count
+            )
+
         for sync in ("FULL", "NORMAL"):
             backends.append(
                 (
                     f"sqlite {sync}",
-                    lambda sync=sync: (
-                        f"sqlite://{workdir}/store-{next(counter)}.db?synchronous={sync}"
-                    ),
-                    lambda sync=sync: _sqlite_ceiling(
-                        workdir / f"ceiling-{next(counter)}.db", synchronous=sync, count=count
-                    ),
+                    functools.partial(sqlite_url, sync),
+                    functools.partial(sqlite_ceiling, sync),
                 )
             )
         for name, url, ceiling in backends:
