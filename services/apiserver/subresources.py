@@ -18,7 +18,7 @@ Limits: ``log`` and ``exec`` are not served here (they proxy to kubelets in a la
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
@@ -39,12 +39,15 @@ from services.apiserver.handlers import (
 )
 from services.apiserver.strategy import prepare_for_status_update, validate_object
 
+if TYPE_CHECKING:  # rest.py dispatches here, so the import runs one way only
+    from services.apiserver.rest import Target
+
 __all__ = ["bind", "dispatch", "scale_of"]
 
 Obj = dict[str, Any]
 
 
-async def dispatch(request: web.Request, ctx: ApiContext, target: Any) -> web.StreamResponse:
+async def dispatch(request: web.Request, ctx: ApiContext, target: Target) -> web.StreamResponse:
     rt: ResourceType = target.rt
     sub = target.subresource
     if target.name is None or not any(s.name == sub for s in rt.subresources):
@@ -79,7 +82,7 @@ async def dispatch(request: web.Request, ctx: ApiContext, target: Any) -> web.St
     raise no_route()
 
 
-async def _write_status(request: web.Request, ctx: ApiContext, target: Any) -> web.Response:
+async def _write_status(request: web.Request, ctx: ApiContext, target: Target) -> web.Response:
     rt: ResourceType = target.rt
     name = str(target.name)
     storage = ctx.storage(rt)
@@ -115,7 +118,7 @@ async def _write_status(request: web.Request, ctx: ApiContext, target: Any) -> w
     return object_response(request, rt, dry[-1] if dry else result.obj)
 
 
-async def bind(request: web.Request, ctx: ApiContext, target: Any, body: Obj) -> web.Response:
+async def bind(request: web.Request, ctx: ApiContext, target: Target, body: Obj) -> web.Response:
     """``POST pods/{name}/binding`` or ``POST bindings``: set ``spec.nodeName`` exactly once."""
     pods = ctx.resource("", "pods")
     meta = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
@@ -227,7 +230,7 @@ def scale_of(rt: ResourceType, obj: Obj) -> Obj:
     }
 
 
-async def _write_scale(request: web.Request, ctx: ApiContext, target: Any) -> web.Response:
+async def _write_scale(request: web.Request, ctx: ApiContext, target: Target) -> web.Response:
     rt: ResourceType = target.rt
     name = str(target.name)
     storage = ctx.storage(rt)
@@ -291,14 +294,14 @@ async def _write_scale(request: web.Request, ctx: ApiContext, target: Any) -> we
     return json_response(scale_of(rt, dry[-1] if dry else result.obj))
 
 
-def _patch_scale(rt: ResourceType, scale: Obj, patch_type: Any, patch_doc: Any) -> Obj:
+def _patch_scale(rt: ResourceType, scale: Obj, patch_type: PatchType, patch_doc: Any) -> Obj:
 
     if patch_type is PatchType.STRATEGIC:
         patch_type = PatchType.MERGE  # a Scale has no lists to merge by key
     return apply_patch(rt, scale, patch_type, patch_doc)
 
 
-async def _evict(request: web.Request, ctx: ApiContext, target: Any) -> web.Response:
+async def _evict(request: web.Request, ctx: ApiContext, target: Target) -> web.Response:
     """``POST pods/{name}/eviction``: a delete with the Eviction's options (no disruption
     budgets exist in kubelite, so an eviction is never refused for one)."""
     body = await read_object(request)
@@ -321,7 +324,7 @@ async def _evict(request: web.Request, ctx: ApiContext, target: Any) -> web.Resp
     )
 
 
-async def _finalize(request: web.Request, ctx: ApiContext, target: Any) -> web.Response:
+async def _finalize(request: web.Request, ctx: ApiContext, target: Target) -> web.Response:
     """``PUT namespaces/{name}/finalize``: replace ``spec.finalizers``, nothing else."""
     rt: ResourceType = target.rt
     name = str(target.name)
