@@ -21,9 +21,8 @@ never offered for scheduling until its Node appears.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
-from services.scheduler.nodeinfo import NodeInfo, PodInfo, as_dict
+from services.scheduler.nodeinfo import KubeObject, NodeInfo, PodInfo, as_dict
 from services.scheduler.queue import NODE_ADD, ClusterEvent
 
 __all__ = ["SchedulerCache"]
@@ -49,7 +48,7 @@ class SchedulerCache:
             info = self._nodes[name] = NodeInfo(name)
         return info
 
-    def add_node(self, obj: Any) -> ClusterEvent:
+    def add_node(self, obj: KubeObject) -> ClusterEvent:
         d = as_dict(obj)
         info = self._info(str((d.get("metadata") or {}).get("name") or ""))
         info.set_node(d)
@@ -57,7 +56,7 @@ class SchedulerCache:
         self.static_version += 1
         return NODE_ADD
 
-    def update_node(self, obj: Any) -> ClusterEvent | None:
+    def update_node(self, obj: KubeObject) -> ClusterEvent | None:
         """Apply a node's new state; the event it amounts to, or None if no plugin cares."""
         d = as_dict(obj)
         name = str((d.get("metadata") or {}).get("name") or "")

@@ -23,7 +23,7 @@ import functools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from api import quantity
 
@@ -31,6 +31,7 @@ __all__ = [
     "DEFAULT_MEMORY_REQUEST",
     "DEFAULT_MILLI_CPU_REQUEST",
     "DEFAULT_SCHEDULER_NAME",
+    "KubeObject",
     "NodeInfo",
     "PodInfo",
     "Resources",
@@ -56,15 +57,24 @@ cpu_millis = functools.lru_cache(maxsize=4096)(quantity.cpu_millis)
 to_bytes = functools.lru_cache(maxsize=4096)(quantity.to_bytes)
 
 
-def as_dict(obj: Any) -> Mapping[str, Any]:
+class SupportsToDict(Protocol):
+    """An ``api`` model (``api.meta.Model``)."""
+
+    def to_dict(self) -> Mapping[str, Any]: ...
+
+
+KubeObject = Mapping[str, Any] | SupportsToDict
+"""What the scheduler is handed: Kubernetes JSON from an informer, or an ``api`` model."""
+
+
+def as_dict(obj: KubeObject) -> Mapping[str, Any]:
     """Kubernetes JSON for ``obj``: a dict passes through, an ``api`` model is dumped once."""
     if isinstance(obj, Mapping):
         return obj
     to_dict = getattr(obj, "to_dict", None)
     if to_dict is None:
         raise TypeError(f"not a Kubernetes object: {type(obj).__name__}")
-    result: Mapping[str, Any] = to_dict()
-    return result
+    return obj.to_dict()
 
 
 @dataclass(slots=True)
@@ -83,7 +93,7 @@ class Resources:
             out.set(name, q)
         return out
 
-    def set(self, name: str, q: Any) -> None:
+    def set(self, name: str, q: str | int | float) -> None:
         if name == "cpu":
             self.milli_cpu = cpu_millis(q)
         elif name == "memory":
@@ -180,7 +190,7 @@ class PodInfo:
         "uid",
     )
 
-    def __init__(self, obj: Any) -> None:
+    def __init__(self, obj: KubeObject) -> None:
         d = as_dict(obj)
         self.obj = d
         meta = d.get("metadata") or {}
@@ -269,7 +279,7 @@ class NodeInfo:
         """Pods on this node per controller uid, for spreading replicas."""
         self.generation = 0
 
-    def set_node(self, obj: Any) -> None:
+    def set_node(self, obj: KubeObject) -> None:
         d = as_dict(obj)
         self.node = d
         meta = d.get("metadata") or {}
