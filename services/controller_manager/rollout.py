@@ -145,7 +145,11 @@ def _status_int(obj: Obj | None, field: str) -> int:
     return int(((obj or {}).get("status") or {}).get(field) or 0)
 
 
-def _scaled(value: Any, total: int, *, round_up: bool) -> int:
+IntOrString = int | str
+"""``maxSurge``/``maxUnavailable``: a count, or a percentage of the desired replicas."""
+
+
+def _scaled(value: IntOrString | None, total: int, *, round_up: bool) -> int:
     """IntOrString: an int as is, ``"25%"`` of ``total`` rounded up or down."""
     if value is None:
         return 0
@@ -167,7 +171,7 @@ def _rolling(d: Obj) -> Obj | None:
 
 
 def resolve_fenceposts(
-    max_surge_value: Any, max_unavailable_value: Any, desired: int
+    max_surge_value: IntOrString | None, max_unavailable_value: IntOrString | None, desired: int
 ) -> tuple[int, int]:
     surge = _scaled(max_surge_value, desired, round_up=True)
     unavailable = _scaled(max_unavailable_value, desired, round_up=False)
