@@ -11,6 +11,7 @@ COPY pyproject.toml README.md ./
 COPY api ./api
 COPY store ./store
 COPY client ./client
+COPY component ./component
 COPY services ./services
 COPY kubelite ./kubelite
 RUN pip install --no-cache-dir .

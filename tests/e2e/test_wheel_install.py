@@ -46,7 +46,7 @@ from tests.e2e.manifests import rc
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(600)]
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("api", "store", "client", "services", "kubelite")
+PACKAGES = ("api", "store", "client", "component", "services", "kubelite")
 BANNER = "kubelite is up: "
 JUNK = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", ".*")
 
