@@ -26,6 +26,7 @@ from services.apiserver.app import make_app
 from services.apiserver.context import ServerOptions
 from store import open_store
 from store.base import Store
+from tests.factories import pod
 
 Obj = dict[str, Any]
 
@@ -111,20 +112,6 @@ class Api:
         """``async with api.watch(path, resourceVersion=...) as resp`` — a watch request."""
         query = {"watch": "1", **{k: str(v) for k, v in params.items()}}
         return self.client.get(path, params=query)
-
-
-def pod(
-    name: str, *, labels: dict[str, str] | None = None, image: str = "nginx", **spec: Any
-) -> Obj:
-    meta: Obj = {"name": name}
-    if labels:
-        meta["labels"] = labels
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": meta,
-        "spec": {"containers": [{"name": "main", "image": image}], **spec},
-    }
 
 
 class EventReader:

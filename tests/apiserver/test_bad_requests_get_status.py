@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.apiserver.conftest import Api, pod
+from tests.apiserver.conftest import Api
+from tests.factories import pod
 
 PODS = "/api/v1/namespaces/default/pods"
 

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from tests.apiserver.conftest import Api, pod
+from tests.apiserver.conftest import Api
+from tests.factories import pod
 
 TEMPLATE = {
     "metadata": {"labels": {"app": "web"}},

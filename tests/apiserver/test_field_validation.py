@@ -21,7 +21,8 @@ import pytest
 from api.registry import REGISTRY
 from kubelite.testing import ComponentProcess, Processes
 from services.apiserver.fieldvalidation import unknown_fields
-from tests.apiserver.conftest import Api, MakeApi, pod
+from tests.apiserver.conftest import Api, MakeApi
+from tests.factories import pod
 from tests.kubectl.harness import Kubectl, kubectl_binary
 
 Obj = dict[str, Any]

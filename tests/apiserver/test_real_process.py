@@ -12,7 +12,7 @@ import aiohttp
 import pytest
 
 from kubelite.testing import ComponentProcess
-from tests.apiserver.conftest import pod
+from tests.factories import pod
 
 pytestmark = pytest.mark.e2e
 

@@ -14,7 +14,8 @@ import pytest
 
 from kubelite.testing import ComponentProcess
 from services.apiserver.connections import default_max_connections
-from tests.apiserver.conftest import EventReader, pod
+from tests.apiserver.conftest import EventReader
+from tests.factories import pod
 
 pytestmark = pytest.mark.e2e
 

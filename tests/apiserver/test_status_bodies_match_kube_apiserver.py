@@ -12,7 +12,8 @@ import json
 
 import pytest
 
-from tests.apiserver.conftest import MakeApi, pod
+from tests.apiserver.conftest import MakeApi
+from tests.factories import pod
 
 NOT_FOUND_ROUTE = (
     b'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",'

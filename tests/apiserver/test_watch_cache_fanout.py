@@ -12,21 +12,16 @@ from services.apiserver.predicate import Predicate
 from services.apiserver.storage import ObjectStorage
 from services.apiserver.watchcache import WatchCache, WatcherClosed
 from store.memory import MemoryStore
+from tests import factories
+from tests.factories import Obj, container
 
 PODS = REGISTRY.get("", "v1", "pods")
 assert PODS is not None
 
 
-def pod(name: str, node: str = "") -> dict:
-    spec: dict = {"containers": [{"name": "c", "image": "x"}]}
-    if node:
-        spec["nodeName"] = node
-    return {
-        "kind": "Pod",
-        "apiVersion": "v1",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": spec,
-    }
+def pod(name: str, node: str = "") -> Obj:
+    placed = {"nodeName": node} if node else {}
+    return factories.pod(name, container("c", "x"), namespace="default", **placed)
 
 
 async def started_cache(store: MemoryStore, **kw: int) -> tuple[WatchCache, asyncio.Task[None]]:

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.factories import Obj, yaml_of
+
 REPO = Path(__file__).resolve().parents[2]
 KUBECTL_TIMEOUT_S = 60  # one kubectl invocation; discovery + a request take well under a second
 
@@ -64,8 +66,10 @@ class Kubectl:
             )
         return done
 
-    def apply(self, manifest: str, *args: str) -> subprocess.CompletedProcess[str]:
-        return self("apply", "-f", "-", *args, stdin=manifest)
+    def apply(self, manifest: str | Obj, *args: str) -> subprocess.CompletedProcess[str]:
+        """``kubectl apply -f -`` of ``manifest`` (YAML text, or an object rendered as YAML)."""
+        text = manifest if isinstance(manifest, str) else yaml_of(manifest)
+        return self("apply", "-f", "-", *args, stdin=text)
 
     def env(self) -> dict[str, str]:
         return {

@@ -5,22 +5,36 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from tests.kubectl import manifests
+from tests import factories
 from tests.kubectl.harness import Kubectl
 
 pytestmark = pytest.mark.kubectl
 
 
 def test_apply_pod_creates_configures_and_leaves_unchanged(kubectl: Kubectl) -> None:
-    created = kubectl.apply(manifests.pod("apply-demo"))
+    created = kubectl.apply(factories.sleeper("apply-demo", image="busybox:1.36"))
     assert created.stdout.strip() == "pod/apply-demo created"
     assert created.stderr == ""  # no validation or patch warnings
 
-    configured = kubectl.apply(manifests.pod("apply-demo", image="busybox:1.37", tier="b"))
+    configured = kubectl.apply(
+        factories.sleeper(
+            "apply-demo",
+            namespace=None,
+            image="busybox:1.37",
+            labels={"app": "apply-demo", "tier": "b"},
+        )
+    )
     assert configured.stdout.strip() == "pod/apply-demo configured"
     assert configured.stderr == ""
 
-    unchanged = kubectl.apply(manifests.pod("apply-demo", image="busybox:1.37", tier="b"))
+    unchanged = kubectl.apply(
+        factories.sleeper(
+            "apply-demo",
+            namespace=None,
+            image="busybox:1.37",
+            labels={"app": "apply-demo", "tier": "b"},
+        )
+    )
     assert unchanged.stdout.strip() == "pod/apply-demo unchanged"
 
     live = yaml.safe_load(kubectl("get", "pod", "apply-demo", "-o", "yaml").stdout)
@@ -33,10 +47,14 @@ def test_apply_pod_creates_configures_and_leaves_unchanged(kubectl: Kubectl) -> 
 
 
 def test_apply_replication_controller_and_get_wide(kubectl: Kubectl) -> None:
-    created = kubectl.apply(manifests.replication_controller("apply-rc", replicas=2))
+    created = kubectl.apply(
+        factories.rc("apply-rc", replicas=2, image="nginx:1.27", container_name="web")
+    )
     assert created.stdout.strip() == "replicationcontroller/apply-rc created"
     assert created.stderr == ""
-    configured = kubectl.apply(manifests.replication_controller("apply-rc", replicas=4))
+    configured = kubectl.apply(
+        factories.rc("apply-rc", replicas=4, image="nginx:1.27", container_name="web")
+    )
     assert configured.stdout.strip() == "replicationcontroller/apply-rc configured"
     assert configured.stderr == ""
 
@@ -57,10 +75,14 @@ def test_apply_replication_controller_and_get_wide(kubectl: Kubectl) -> None:
 
 
 def test_apply_deployment_and_get(kubectl: Kubectl) -> None:
-    created = kubectl.apply(manifests.deployment("apply-deploy"))
+    created = kubectl.apply(
+        factories.deployment("apply-deploy", replicas=3, image="nginx:1.27", container_name="web")
+    )
     assert created.stdout.strip() == "deployment.apps/apply-deploy created"
     assert created.stderr == ""
-    configured = kubectl.apply(manifests.deployment("apply-deploy", image="nginx:1.28"))
+    configured = kubectl.apply(
+        factories.deployment("apply-deploy", replicas=3, image="nginx:1.28", container_name="web")
+    )
     assert configured.stdout.strip() == "deployment.apps/apply-deploy configured"
     assert configured.stderr == ""
 
@@ -73,8 +95,8 @@ def test_apply_deployment_and_get(kubectl: Kubectl) -> None:
 
 
 def test_get_list_as_yaml(kubectl: Kubectl) -> None:
-    kubectl.apply(manifests.namespace("yaml-list"))
-    kubectl.apply(manifests.pod("listed"), "-n", "yaml-list")
+    kubectl.apply(factories.namespace("yaml-list"))
+    kubectl.apply(factories.sleeper("listed", image="busybox:1.36"), "-n", "yaml-list")
     listed = yaml.safe_load(kubectl("get", "pods", "-n", "yaml-list", "-o", "yaml").stdout)
     assert listed["kind"] == "List"
     assert [item["metadata"]["name"] for item in listed["items"]] == ["listed"]
@@ -82,10 +104,10 @@ def test_get_list_as_yaml(kubectl: Kubectl) -> None:
 
 
 def test_delete_f_removes_what_apply_created(kubectl: Kubectl) -> None:
-    kubectl.apply(manifests.namespace("delete-f"))
-    manifest = manifests.pod("doomed")
+    kubectl.apply(factories.namespace("delete-f"))
+    manifest = factories.sleeper("doomed", image="busybox:1.36")
     kubectl.apply(manifest, "-n", "delete-f")
-    deleted = kubectl("delete", "-f", "-", "-n", "delete-f", stdin=manifest)
+    deleted = kubectl("delete", "-f", "-", "-n", "delete-f", stdin=factories.yaml_of(manifest))
     assert deleted.stdout.strip() == 'pod "doomed" deleted'
     empty = kubectl("get", "pods", "-n", "delete-f")
     assert empty.stdout == ""

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from kubelite.testing import ComponentProcess
-from tests.kubectl import manifests
+from tests import factories
 from tests.kubectl.harness import Kubectl, kubectl_binary
 
 pytestmark = pytest.mark.kubectl
@@ -107,7 +107,9 @@ def test_run_pod_with_labels_env_and_port(kubectl: Kubectl) -> None:
 
 
 def test_debug_node_creates_a_host_pod_on_that_node(kubectl: Kubectl) -> None:
-    kubectl.apply(manifests.node("gen-node"))
+    kubectl.apply(
+        factories.node("gen-node", ready=None, labels={"node-role.kubernetes.io/worker": ""})
+    )
     kubectl("create", "namespace", "gen-debug")
     done = kubectl("debug", "node/gen-node", "-n", "gen-debug", "--image=busybox:1.36")
     assert "Creating debugging pod node-debugger-gen-node-" in done.stdout

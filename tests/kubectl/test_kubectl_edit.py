@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.kubectl import manifests
+from tests import factories
 from tests.kubectl.harness import KUBECTL_TIMEOUT_S, Kubectl
 
 pytestmark = pytest.mark.kubectl
@@ -41,8 +41,12 @@ def script(path: Path, body: str) -> Path:
 
 
 def test_edit_patches_what_the_editor_changed(kubectl: Kubectl, tmp_path: Path) -> None:
-    kubectl.apply(manifests.namespace("editing"))
-    kubectl.apply(manifests.pod("edited", tier="old"), "-n", "editing")
+    kubectl.apply(factories.namespace("editing"))
+    kubectl.apply(
+        factories.sleeper("edited", image="busybox:1.36", labels={"app": "edited", "tier": "old"}),
+        "-n",
+        "editing",
+    )
     editor = script(
         tmp_path / "editor.sh",
         "sed -i -e 's/tier: old/tier: new/' -e 's/image: busybox:1.36/image: busybox:1.37/' \"$1\"",
@@ -56,8 +60,8 @@ def test_edit_patches_what_the_editor_changed(kubectl: Kubectl, tmp_path: Path) 
 
 
 def test_edit_with_no_change_is_cancelled(kubectl: Kubectl, tmp_path: Path) -> None:
-    kubectl.apply(manifests.namespace("not-editing"))
-    kubectl.apply(manifests.pod("untouched"), "-n", "not-editing")
+    kubectl.apply(factories.namespace("not-editing"))
+    kubectl.apply(factories.sleeper("untouched", image="busybox:1.36"), "-n", "not-editing")
     before = kubectl(
         "get", "pod", "untouched", "-n", "not-editing", "-o", "jsonpath={.metadata.resourceVersion}"
     ).stdout
@@ -73,8 +77,8 @@ def test_edit_with_no_change_is_cancelled(kubectl: Kubectl, tmp_path: Path) -> N
 def test_edit_to_an_invalid_object_shows_the_servers_reason(
     kubectl: Kubectl, tmp_path: Path
 ) -> None:
-    kubectl.apply(manifests.namespace("breaking"))
-    kubectl.apply(manifests.pod("broken"), "-n", "breaking")
+    kubectl.apply(factories.namespace("breaking"))
+    kubectl.apply(factories.sleeper("broken", image="busybox:1.36"), "-n", "breaking")
     editor = script(
         tmp_path / "bad.sh", "sed -i -e 's/restartPolicy: Always/restartPolicy: Sometimes/' \"$1\""
     )

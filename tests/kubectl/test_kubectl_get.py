@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from tests.kubectl import manifests
+from tests import factories
 from tests.kubectl.harness import Kubectl
 
 pytestmark = pytest.mark.kubectl
@@ -20,9 +20,13 @@ def _table(out: str) -> tuple[list[str], list[list[str]]]:
 
 
 def test_get_pods_wide_shows_node_and_status(kubectl: Kubectl) -> None:
-    kubectl.apply(manifests.namespace("wide"))
-    kubectl.apply(manifests.pod("placed", node="node1"), "-n", "wide")
-    kubectl.apply(manifests.pod("pending"), "-n", "wide")
+    kubectl.apply(factories.namespace("wide"))
+    kubectl.apply(
+        factories.sleeper("placed", image="busybox:1.36", nodeName="node1"),
+        "-n",
+        "wide",
+    )
+    kubectl.apply(factories.sleeper("pending", image="busybox:1.36"), "-n", "wide")
     header, rows = _table(kubectl("get", "pods", "-o", "wide", "-n", "wide").stdout)
     assert header == [
         "NAME",
@@ -45,7 +49,9 @@ def test_get_pods_wide_shows_node_and_status(kubectl: Kubectl) -> None:
 
 
 def test_label_nodes_and_show_labels(kubectl: Kubectl) -> None:
-    kubectl.apply(manifests.node("label-node"))
+    kubectl.apply(
+        factories.node("label-node", ready=None, labels={"node-role.kubernetes.io/worker": ""})
+    )
     labeled = kubectl("label", "nodes", "label-node", "zz=cxk")
     assert labeled.stdout.strip() == "node/label-node labeled"
 
@@ -70,8 +76,13 @@ def test_label_nodes_and_show_labels(kubectl: Kubectl) -> None:
 
 
 def test_get_events(kubectl: Kubectl) -> None:
-    kubectl.apply(manifests.namespace("events"))
-    kubectl("create", "-f", "-", stdin=manifests.event("seen.1", pod="demo", namespace="events"))
+    kubectl.apply(factories.namespace("events"))
+    kubectl(
+        "create",
+        "-f",
+        "-",
+        stdin=factories.yaml_of(factories.event("seen.1", pod="demo", namespace="events")),
+    )
     header, rows = _table(kubectl("get", "events", "-n", "events").stdout)
     assert header == ["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
     assert rows[0][1:] == ["Normal", "Started", "pod/demo", "Started container main"]
@@ -82,8 +93,8 @@ def test_get_events(kubectl: Kubectl) -> None:
 
 def test_all_namespaces_and_namespace_flags(kubectl: Kubectl) -> None:
     for ns in ("team-a", "team-b"):
-        kubectl.apply(manifests.namespace(ns))
-        kubectl.apply(manifests.pod(f"pod-{ns}"), "-n", ns)
+        kubectl.apply(factories.namespace(ns))
+        kubectl.apply(factories.sleeper(f"pod-{ns}", image="busybox:1.36"), "-n", ns)
     header, rows = _table(kubectl("get", "pods", "-A").stdout)
     assert header[:2] == ["NAMESPACE", "NAME"]
     pairs = {(row[0], row[1]) for row in rows}

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from kubelite.testing import ComponentProcess
-from tests.kubectl import manifests
+from tests import factories
 from tests.kubectl.harness import Kubectl, kubectl_binary
 
 pytestmark = pytest.mark.kubectl
@@ -30,10 +30,10 @@ def test_kubectl_minor_applies_lists_and_labels(
         binary=binary, server=kubectl_apiserver.url, cache_dir=tmp_path / "cache", workdir=tmp_path
     )
     ns = f"minor-{minor}"
-    assert kubectl.apply(manifests.namespace(ns)).stdout.strip() == f"namespace/{ns} created"
-    created = kubectl.apply(manifests.pod("p"), "-n", ns)
+    assert kubectl.apply(factories.namespace(ns)).stdout.strip() == f"namespace/{ns} created"
+    created = kubectl.apply(factories.sleeper("p", image="busybox:1.36"), "-n", ns)
     assert (created.stdout.strip(), created.stderr) == ("pod/p created", "")
-    configured = kubectl.apply(manifests.pod("p", image="busybox:1.37"), "-n", ns)
+    configured = kubectl.apply(factories.sleeper("p", image="busybox:1.37"), "-n", ns)
     assert (configured.stdout.strip(), configured.stderr) == ("pod/p configured", "")
     rows = kubectl("get", "po", "-o", "wide", "-n", ns).stdout.splitlines()
     assert rows[0].split()[:5] == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]

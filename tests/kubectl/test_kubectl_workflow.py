@@ -7,17 +7,17 @@ import subprocess
 
 import pytest
 
-from tests.kubectl import manifests
+from tests import factories
 from tests.kubectl.harness import Kubectl
 
 pytestmark = pytest.mark.kubectl
 
 
 def test_get_pods_watch_prints_each_change(kubectl: Kubectl) -> None:
-    kubectl.apply(manifests.namespace("watching"))
+    kubectl.apply(factories.namespace("watching"))
     watch = kubectl.start("get", "pods", "-w", "-n", "watching")
     try:
-        kubectl.apply(manifests.pod("watched"), "-n", "watching")
+        kubectl.apply(factories.sleeper("watched", image="busybox:1.36"), "-n", "watching")
         line = watch.next_line()
         if line.startswith("NAME"):
             assert line.split() == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
@@ -33,17 +33,18 @@ def test_get_pods_watch_prints_each_change(kubectl: Kubectl) -> None:
 
 
 def test_describe_pod_lists_its_events(kubectl: Kubectl) -> None:
-    kubectl.apply(manifests.namespace("describing"))
-    kubectl.apply(manifests.pod("described", node="node1"), "-n", "describing")
+    kubectl.apply(factories.namespace("describing"))
+    kubectl.apply(
+        factories.sleeper("described", image="busybox:1.36", nodeName="node1"),
+        "-n",
+        "describing",
+    )
     uid = kubectl(
         "get", "pod", "described", "-n", "describing", "-o", "jsonpath={.metadata.uid}"
     ).stdout
-    event = manifests.event("described.1", pod="described", namespace="describing")
-    event = event.replace(
-        "  namespace: describing\n  fieldPath",
-        f"  namespace: describing\n  uid: {uid}\n  fieldPath",
-    )
-    kubectl("create", "-f", "-", stdin=event)
+    event = factories.event("described.1", pod="described", namespace="describing")
+    event["involvedObject"]["uid"] = uid
+    kubectl("create", "-f", "-", stdin=factories.yaml_of(event))
 
     out = kubectl("describe", "pod", "described", "-n", "describing").stdout
     assert re.search(r"^Name:\s+described$", out, re.M)
@@ -55,8 +56,12 @@ def test_describe_pod_lists_its_events(kubectl: Kubectl) -> None:
 
 
 def test_scale_replication_controller(kubectl: Kubectl) -> None:
-    kubectl.apply(manifests.namespace("scaling"))
-    kubectl.apply(manifests.replication_controller("scaled", replicas=1), "-n", "scaling")
+    kubectl.apply(factories.namespace("scaling"))
+    kubectl.apply(
+        factories.rc("scaled", replicas=1, image="nginx:1.27", container_name="web"),
+        "-n",
+        "scaling",
+    )
     done = kubectl("scale", "rc", "scaled", "--replicas=3", "-n", "scaling")
     assert done.stdout.strip() == "replicationcontroller/scaled scaled"
     row = kubectl("get", "rc", "scaled", "-n", "scaling").stdout.splitlines()[1].split()

@@ -16,7 +16,7 @@ from typing import Any
 from api.registry import REGISTRY
 from client.informer import Informer
 from client.rest import ApiClient
-from tests.scheduler.factories import node_obj, pod_obj
+from tests.factories import node, sched_pod
 
 PODS = REGISTRY.by_kind("", "Pod")
 NODES = REGISTRY.by_kind("", "Node")
@@ -114,13 +114,13 @@ class Cluster:
     # ---- writes ----------------------------------------------------------------------------
 
     async def add_node(self, name: str, **kw: Any) -> None:
-        await self.client.create(NODES, node_obj(name, **kw))
+        await self.client.create(NODES, node(name, **kw))
 
     async def label_node(self, name: str, labels: dict[str, str]) -> None:
         await self.client.patch(NODES, name, {"metadata": {"labels": labels}})
 
     async def add_pod(self, name: str, **kw: Any) -> None:
-        obj = pod_obj(name, **kw)
+        obj = sched_pod(name, **kw)
         del obj["metadata"]["uid"]  # the server assigns it
         await self.client.create(PODS, obj, namespace="default")
 

@@ -17,8 +17,8 @@ from kubelite.testing import ComponentProcess
 from services.scheduler.config import SchedulerConfig, build_framework
 from services.scheduler.queue import SchedulingQueue
 from services.scheduler.scheduler import Scheduler
+from tests.factories import node, sched_pod
 from tests.scheduler.cluster import NODES, PODS
-from tests.scheduler.factories import node_obj, pod_obj
 
 pytestmark = pytest.mark.e2e
 
@@ -29,8 +29,8 @@ async def _drain(sched: Scheduler) -> None:
 
 async def test_conflicting_binding_is_left_to_the_watch(api: ComponentProcess) -> None:
     async with ApiClient(server=api.url) as client:
-        await client.create(NODES, node_obj("node1", cpu="4"))
-        body = pod_obj("raced", cpu="1")
+        await client.create(NODES, node("node1", cpu="4"))
+        body = sched_pod("raced", cpu="1")
         del body["metadata"]["uid"]
         created = await client.create(PODS, body, namespace="default")
         # another binder wins the race
@@ -53,8 +53,8 @@ async def test_conflicting_binding_is_left_to_the_watch(api: ComponentProcess) -
 
 async def test_binding_a_pod_that_is_gone_is_dropped(api: ComponentProcess) -> None:
     async with ApiClient(server=api.url) as client:
-        await client.create(NODES, node_obj("node1"))
-        body = pod_obj("ghost")
+        await client.create(NODES, node("node1"))
+        body = sched_pod("ghost")
         del body["metadata"]["uid"]
         created = await client.create(PODS, body, namespace="default")
         await client.delete(PODS, "ghost", namespace="default", grace_period_seconds=0)

@@ -11,13 +11,13 @@ from services.scheduler.cache import SchedulerCache
 from services.scheduler.config import SchedulerConfig, build_framework, load_config
 from services.scheduler.framework import FitError
 from services.scheduler.queue import NODE_ADD
-from tests.scheduler.factories import node_obj, pod
+from tests.factories import node, pod_info
 
 
 def test_assumed_pod_counts_until_forgotten() -> None:
     cache = SchedulerCache()
-    cache.add_node(node_obj("n1", cpu="2"))
-    p = pod("p", cpu="1500m")
+    cache.add_node(node("n1", cpu="2"))
+    p = pod_info("p", cpu="1500m")
     cache.assume(p, "n1")
     info = cache.node("n1")
     assert info is not None and info.requested.milli_cpu == 1500
@@ -29,9 +29,9 @@ def test_assumed_pod_counts_until_forgotten() -> None:
 
 def test_binding_confirmation_replaces_the_assumption_without_double_counting() -> None:
     cache = SchedulerCache()
-    cache.add_node(node_obj("n1", cpu="4"))
-    cache.assume(pod("p", cpu="1"), "n1")
-    cache.add_pod(pod("p", cpu="1", node_name="n1"))  # the watch reports the binding
+    cache.add_node(node("n1", cpu="4"))
+    cache.assume(pod_info("p", cpu="1"), "n1")
+    cache.add_pod(pod_info("p", cpu="1", node_name="n1"))  # the watch reports the binding
     info = cache.node("n1")
     assert info is not None and info.requested.milli_cpu == 1000 and len(info.pods) == 1
     assert not cache.is_assumed("default/p")
@@ -41,10 +41,10 @@ def test_binding_confirmation_replaces_the_assumption_without_double_counting() 
 
 def test_pod_bound_elsewhere_than_assumed_moves() -> None:
     cache = SchedulerCache()
-    cache.add_node(node_obj("n1"))
-    cache.add_node(node_obj("n2"))
-    cache.assume(pod("p", cpu="1"), "n1")
-    cache.add_pod(pod("p", cpu="1", node_name="n2"))  # another scheduler won the race
+    cache.add_node(node("n1"))
+    cache.add_node(node("n2"))
+    cache.assume(pod_info("p", cpu="1"), "n1")
+    cache.add_pod(pod_info("p", cpu="1", node_name="n2"))  # another scheduler won the race
     n1, n2 = cache.node("n1"), cache.node("n2")
     assert n1 is not None and n2 is not None
     assert (n1.requested.milli_cpu, n2.requested.milli_cpu) == (0, 1000)
@@ -52,9 +52,9 @@ def test_pod_bound_elsewhere_than_assumed_moves() -> None:
 
 def test_pods_on_unknown_nodes_are_kept_but_not_offered() -> None:
     cache = SchedulerCache()
-    cache.add_pod(pod("early", cpu="1", node_name="late-node"))
+    cache.add_pod(pod_info("early", cpu="1", node_name="late-node"))
     assert cache.nodes() == []
-    cache.add_node(node_obj("late-node", cpu="1"))
+    cache.add_node(node("late-node", cpu="1"))
     (info,) = cache.nodes()
     assert info.requested.milli_cpu == 1000
 
@@ -71,16 +71,16 @@ def test_pods_on_unknown_nodes_are_kept_but_not_offered() -> None:
 )
 def test_node_update_names_the_plugins_it_may_help(change: dict, plugins: set[str]) -> None:
     cache = SchedulerCache()
-    assert cache.add_node(node_obj("n1")) is NODE_ADD
-    event = cache.update_node(node_obj("n1", **change))
+    assert cache.add_node(node("n1")) is NODE_ADD
+    event = cache.update_node(node("n1", **change))
     assert event is not None and event.plugins == frozenset(plugins)
 
 
 def test_heartbeat_like_node_update_is_no_event() -> None:
     cache = SchedulerCache()
-    cache.add_node(node_obj("n1"))
+    cache.add_node(node("n1"))
     version = cache.static_version
-    beat = node_obj("n1")
+    beat = node("n1")
     beat["status"]["conditions"][0]["lastHeartbeatTime"] = "2026-01-01T00:00:00Z"
     assert cache.update_node(beat) is None
     assert cache.static_version == version
@@ -88,13 +88,13 @@ def test_heartbeat_like_node_update_is_no_event() -> None:
 
 def test_relabelled_node_invalidates_remembered_static_verdicts() -> None:
     cache = SchedulerCache()
-    cache.add_node(node_obj("node1"))
-    cache.add_node(node_obj("node2"))
+    cache.add_node(node("node1"))
+    cache.add_node(node("node2"))
     fw = build_framework(SchedulerConfig())
-    picky = pod("picky", node_selector={"zz": "cxk"})
+    picky = pod_info("picky", node_selector={"zz": "cxk"})
     with pytest.raises(FitError):
         fw.schedule(picky, cache.nodes(), nodes_version=cache.static_version)
-    cache.update_node(node_obj("node2", labels={"zz": "cxk"}))
+    cache.update_node(node("node2", labels={"zz": "cxk"}))
     result = fw.schedule(picky, cache.nodes(), nodes_version=cache.static_version)
     assert result.node == "node2"
 

@@ -14,7 +14,7 @@ from services.scheduler.plugins.node_ready import NodeReady
 from services.scheduler.plugins.node_unschedulable import NodeUnschedulable
 from services.scheduler.plugins.resources_fit import NodeResourcesFit
 from services.scheduler.plugins.taint_toleration import TaintToleration
-from tests.scheduler.factories import node, pod
+from tests.factories import node_info, pod_info
 
 
 def run_filter(plugin: Any, p: PodInfo, n: NodeInfo) -> tuple[Code, tuple[str, ...]]:
@@ -51,78 +51,108 @@ def expr(key: str, op: str, *values: str) -> dict[str, Any]:
 AFFINITY_REASON = (UNRESOLVABLE, ("node(s) didn't match Pod's node affinity/selector",))
 
 NODE_AFFINITY_CASES = [
-    ("no constraints", pod(), node(), OK),
-    ("selector matches", pod(node_selector={"zz": "cxk"}), node(labels={"zz": "cxk"}), OK),
+    ("no constraints", pod_info(), node_info(), OK),
+    (
+        "selector matches",
+        pod_info(node_selector={"zz": "cxk"}),
+        node_info(labels={"zz": "cxk"}),
+        OK,
+    ),
     (
         "selector value differs",
-        pod(node_selector={"zz": "cxk"}),
-        node(labels={"zz": "x"}),
+        pod_info(node_selector={"zz": "cxk"}),
+        node_info(labels={"zz": "x"}),
         AFFINITY_REASON,
     ),
-    ("selector label missing", pod(node_selector={"zz": "cxk"}), node(), AFFINITY_REASON),
+    ("selector label missing", pod_info(node_selector={"zz": "cxk"}), node_info(), AFFINITY_REASON),
     (
         "In matches",
-        pod(affinity=affinity(expr("disk", "In", "ssd", "nvme"))),
-        node(labels={"disk": "nvme"}),
+        pod_info(affinity=affinity(expr("disk", "In", "ssd", "nvme"))),
+        node_info(labels={"disk": "nvme"}),
         OK,
     ),
     (
         "In misses",
-        pod(affinity=affinity(expr("disk", "In", "ssd"))),
-        node(labels={"disk": "hdd"}),
+        pod_info(affinity=affinity(expr("disk", "In", "ssd"))),
+        node_info(labels={"disk": "hdd"}),
         AFFINITY_REASON,
     ),
-    ("NotIn absent label", pod(affinity=affinity(expr("disk", "NotIn", "hdd"))), node(), OK),
+    (
+        "NotIn absent label",
+        pod_info(affinity=affinity(expr("disk", "NotIn", "hdd"))),
+        node_info(),
+        OK,
+    ),
     (
         "NotIn present",
-        pod(affinity=affinity(expr("disk", "NotIn", "hdd"))),
-        node(labels={"disk": "hdd"}),
+        pod_info(affinity=affinity(expr("disk", "NotIn", "hdd"))),
+        node_info(labels={"disk": "hdd"}),
         AFFINITY_REASON,
     ),
-    ("Exists", pod(affinity=affinity(expr("gpu", "Exists"))), node(labels={"gpu": ""}), OK),
-    ("Exists missing", pod(affinity=affinity(expr("gpu", "Exists"))), node(), AFFINITY_REASON),
-    ("DoesNotExist", pod(affinity=affinity(expr("gpu", "DoesNotExist"))), node(), OK),
+    (
+        "Exists",
+        pod_info(affinity=affinity(expr("gpu", "Exists"))),
+        node_info(labels={"gpu": ""}),
+        OK,
+    ),
+    (
+        "Exists missing",
+        pod_info(affinity=affinity(expr("gpu", "Exists"))),
+        node_info(),
+        AFFINITY_REASON,
+    ),
+    ("DoesNotExist", pod_info(affinity=affinity(expr("gpu", "DoesNotExist"))), node_info(), OK),
     (
         "DoesNotExist present",
-        pod(affinity=affinity(expr("gpu", "DoesNotExist"))),
-        node(labels={"gpu": "1"}),
+        pod_info(affinity=affinity(expr("gpu", "DoesNotExist"))),
+        node_info(labels={"gpu": "1"}),
         AFFINITY_REASON,
     ),
-    ("Gt", pod(affinity=affinity(expr("cores", "Gt", "4"))), node(labels={"cores": "8"}), OK),
+    (
+        "Gt",
+        pod_info(affinity=affinity(expr("cores", "Gt", "4"))),
+        node_info(labels={"cores": "8"}),
+        OK,
+    ),
     (
         "Gt equal",
-        pod(affinity=affinity(expr("cores", "Gt", "8"))),
-        node(labels={"cores": "8"}),
+        pod_info(affinity=affinity(expr("cores", "Gt", "8"))),
+        node_info(labels={"cores": "8"}),
         AFFINITY_REASON,
     ),
-    ("Lt", pod(affinity=affinity(expr("cores", "Lt", "4"))), node(labels={"cores": "2"}), OK),
+    (
+        "Lt",
+        pod_info(affinity=affinity(expr("cores", "Lt", "4"))),
+        node_info(labels={"cores": "2"}),
+        OK,
+    ),
     (
         "Lt not a number",
-        pod(affinity=affinity(expr("cores", "Lt", "4"))),
-        node(labels={"cores": "two"}),
+        pod_info(affinity=affinity(expr("cores", "Lt", "4"))),
+        node_info(labels={"cores": "two"}),
         AFFINITY_REASON,
     ),
     (
         "terms are ORed",
-        pod(affinity=affinity(expr("a", "Exists"), expr("b", "Exists"))),
-        node(labels={"b": "1"}),
+        pod_info(affinity=affinity(expr("a", "Exists"), expr("b", "Exists"))),
+        node_info(labels={"b": "1"}),
         OK,
     ),
-    ("empty term matches nothing", pod(affinity=affinity({})), node(), AFFINITY_REASON),
+    ("empty term matches nothing", pod_info(affinity=affinity({})), node_info(), AFFINITY_REASON),
     (
         "matchFields metadata.name",
-        pod(
+        pod_info(
             affinity=affinity(
                 {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n2"]}]}
             )
         ),
-        node("n2"),
+        node_info("n2"),
         OK,
     ),
     (
         "selector and affinity both required",
-        pod(node_selector={"zz": "cxk"}, affinity=affinity(expr("disk", "In", "ssd"))),
-        node(labels={"zz": "cxk", "disk": "hdd"}),
+        pod_info(node_selector={"zz": "cxk"}, affinity=affinity(expr("disk", "In", "ssd"))),
+        node_info(labels={"zz": "cxk", "disk": "hdd"}),
         AFFINITY_REASON,
     ),
 ]
@@ -138,30 +168,37 @@ def test_node_affinity_filter(
 
 
 RESOURCE_CASES = [
-    ("fits", pod(cpu="1", memory="1Gi"), node(cpu="2", memory="2Gi"), OK),
-    ("no requests fit anywhere", pod(), node(cpu="0", memory="0"), OK),
-    ("cpu exactly full", pod(cpu="2"), node(cpu="2"), OK),
-    ("cpu short", pod(cpu="2500m"), node(cpu="2"), (Code.UNSCHEDULABLE, ("Insufficient cpu",))),
+    ("fits", pod_info(cpu="1", memory="1Gi"), node_info(cpu="2", memory="2Gi"), OK),
+    ("no requests fit anywhere", pod_info(), node_info(cpu="0", memory="0"), OK),
+    ("cpu exactly full", pod_info(cpu="2"), node_info(cpu="2"), OK),
+    (
+        "cpu short",
+        pod_info(cpu="2500m"),
+        node_info(cpu="2"),
+        (Code.UNSCHEDULABLE, ("Insufficient cpu",)),
+    ),
     (
         "cpu short after other pods",
-        pod(cpu="1"),
-        node(cpu="4", placed=tuple(pod(f"o{i}", cpu="1", node_name="node1") for i in range(4))),
+        pod_info(cpu="1"),
+        node_info(
+            cpu="4", placed=tuple(pod_info(f"o{i}", cpu="1", node_name="node1") for i in range(4))
+        ),
         (Code.UNSCHEDULABLE, ("Insufficient cpu",)),
     ),
     (
         "cpu and memory short, both reported",
-        pod(cpu="8", memory="16Gi"),
-        node(cpu="4", memory="8Gi"),
+        pod_info(cpu="8", memory="16Gi"),
+        node_info(cpu="4", memory="8Gi"),
         (Code.UNSCHEDULABLE, ("Insufficient cpu", "Insufficient memory")),
     ),
-    ("room for one more pod", pod(), node(pods="1"), OK),
+    ("room for one more pod", pod_info(), node_info(pods="1"), OK),
     (
         "init container max",
-        pod(cpu="1", init_cpu="3"),
-        node(cpu="2"),
+        pod_info(cpu="1", init_cpu="3"),
+        node_info(cpu="2"),
         (Code.UNSCHEDULABLE, ("Insufficient cpu",)),
     ),
-    ("millicores", pod(cpu="250m"), node(cpu="0.25"), OK),
+    ("millicores", pod_info(cpu="250m"), node_info(cpu="0.25"), OK),
 ]
 
 
@@ -175,9 +212,12 @@ def test_resources_fit_filter(
 
 
 def test_resources_fit_counts_pods_against_allowed_pods() -> None:
-    full = node(pods="1")
-    full.add_pod(pod("already", node_name="node1"))
-    assert run_filter(NodeResourcesFit(), pod(), full) == (Code.UNSCHEDULABLE, ("Too many pods",))
+    full = node_info(pods="1")
+    full.add_pod(pod_info("already", node_name="node1"))
+    assert run_filter(NodeResourcesFit(), pod_info(), full) == (
+        Code.UNSCHEDULABLE,
+        ("Too many pods",),
+    )
 
 
 def taint(key: str, value: str = "", effect: str = "NoSchedule") -> dict[str, str]:
@@ -189,17 +229,17 @@ def tol(**kw: str) -> dict[str, str]:
 
 
 TAINT_CASES = [
-    ("no taints", pod(), node(), OK),
+    ("no taints", pod_info(), node_info(), OK),
     (
         "NoSchedule untolerated",
-        pod(),
-        node(taints=[taint("dedicated", "gpu")]),
+        pod_info(),
+        node_info(taints=[taint("dedicated", "gpu")]),
         (UNRESOLVABLE, ("node(s) had untolerated taint {dedicated: gpu}",)),
     ),
     (
         "empty value printed as in Kubernetes",
-        pod(),
-        node(taints=[taint("node-role.kubernetes.io/control-plane")]),
+        pod_info(),
+        node_info(taints=[taint("node-role.kubernetes.io/control-plane")]),
         (
             UNRESOLVABLE,
             ("node(s) had untolerated taint {node-role.kubernetes.io/control-plane: }",),
@@ -207,56 +247,58 @@ TAINT_CASES = [
     ),
     (
         "NoExecute untolerated",
-        pod(),
-        node(taints=[taint("k", "v", "NoExecute")]),
+        pod_info(),
+        node_info(taints=[taint("k", "v", "NoExecute")]),
         (UNRESOLVABLE, ("node(s) had untolerated taint {k: v}",)),
     ),
     (
         "PreferNoSchedule does not filter",
-        pod(),
-        node(taints=[taint("k", "v", "PreferNoSchedule")]),
+        pod_info(),
+        node_info(taints=[taint("k", "v", "PreferNoSchedule")]),
         OK,
     ),
     (
         "Equal toleration",
-        pod(tolerations=[tol(key="dedicated", operator="Equal", value="gpu", effect="NoSchedule")]),
-        node(taints=[taint("dedicated", "gpu")]),
+        pod_info(
+            tolerations=[tol(key="dedicated", operator="Equal", value="gpu", effect="NoSchedule")]
+        ),
+        node_info(taints=[taint("dedicated", "gpu")]),
         OK,
     ),
     (
         "Equal is the default operator",
-        pod(tolerations=[tol(key="dedicated", value="gpu")]),
-        node(taints=[taint("dedicated", "gpu")]),
+        pod_info(tolerations=[tol(key="dedicated", value="gpu")]),
+        node_info(taints=[taint("dedicated", "gpu")]),
         OK,
     ),
     (
         "value differs",
-        pod(tolerations=[tol(key="dedicated", value="cpu")]),
-        node(taints=[taint("dedicated", "gpu")]),
+        pod_info(tolerations=[tol(key="dedicated", value="cpu")]),
+        node_info(taints=[taint("dedicated", "gpu")]),
         (UNRESOLVABLE, ("node(s) had untolerated taint {dedicated: gpu}",)),
     ),
     (
         "Exists with key",
-        pod(tolerations=[tol(key="dedicated", operator="Exists")]),
-        node(taints=[taint("dedicated", "gpu")]),
+        pod_info(tolerations=[tol(key="dedicated", operator="Exists")]),
+        node_info(taints=[taint("dedicated", "gpu")]),
         OK,
     ),
     (
         "Exists without key tolerates all",
-        pod(tolerations=[tol(operator="Exists")]),
-        node(taints=[taint("a"), taint("b", "c", "NoExecute")]),
+        pod_info(tolerations=[tol(operator="Exists")]),
+        node_info(taints=[taint("a"), taint("b", "c", "NoExecute")]),
         OK,
     ),
     (
         "effect must match",
-        pod(tolerations=[tol(key="k", operator="Exists", effect="NoExecute")]),
-        node(taints=[taint("k")]),
+        pod_info(tolerations=[tol(key="k", operator="Exists", effect="NoExecute")]),
+        node_info(taints=[taint("k")]),
         (UNRESOLVABLE, ("node(s) had untolerated taint {k: }",)),
     ),
     (
         "first untolerated taint is reported",
-        pod(tolerations=[tol(key="a", operator="Exists")]),
-        node(taints=[taint("a"), taint("b", "2")]),
+        pod_info(tolerations=[tol(key="a", operator="Exists")]),
+        node_info(taints=[taint("a"), taint("b", "2")]),
         (UNRESOLVABLE, ("node(s) had untolerated taint {b: 2}",)),
     ),
 ]
@@ -273,35 +315,35 @@ UNSCHEDULABLE = (UNRESOLVABLE, ("node(s) were unschedulable",))
 NOT_READY = (UNRESOLVABLE, ("node(s) were not ready",))
 
 NODE_STATE_CASES = [
-    (NodeUnschedulable(), "schedulable", pod(), node(), OK),
-    (NodeUnschedulable(), "cordoned", pod(), node(unschedulable=True), UNSCHEDULABLE),
+    (NodeUnschedulable(), "schedulable", pod_info(), node_info(), OK),
+    (NodeUnschedulable(), "cordoned", pod_info(), node_info(unschedulable=True), UNSCHEDULABLE),
     (
         NodeUnschedulable(),
         "cordoned but tolerated",
-        pod(
+        pod_info(
             tolerations=[
                 tol(key="node.kubernetes.io/unschedulable", operator="Exists", effect="NoSchedule")
             ]
         ),
-        node(unschedulable=True),
+        node_info(unschedulable=True),
         OK,
     ),
-    (NodeReady(), "ready", pod(), node(), OK),
-    (NodeReady(), "not ready", pod(), node(ready=False), NOT_READY),
+    (NodeReady(), "ready", pod_info(), node_info(), OK),
+    (NodeReady(), "not ready", pod_info(), node_info(ready=False), NOT_READY),
     (
         NodeReady(),
         "not ready but tolerated",
-        pod(tolerations=[tol(key="node.kubernetes.io/not-ready", operator="Exists")]),
-        node(ready=False),
+        pod_info(tolerations=[tol(key="node.kubernetes.io/not-ready", operator="Exists")]),
+        node_info(ready=False),
         OK,
     ),
-    (NodeName(), "no nodeName", pod(), node(), OK),
-    (NodeName(), "nodeName matches", pod(node_name="node1"), node("node1"), OK),
+    (NodeName(), "no nodeName", pod_info(), node_info(), OK),
+    (NodeName(), "nodeName matches", pod_info(node_name="node1"), node_info("node1"), OK),
     (
         NodeName(),
         "nodeName elsewhere",
-        pod(node_name="node2"),
-        node("node1"),
+        pod_info(node_name="node2"),
+        node_info("node1"),
         (UNRESOLVABLE, ("node(s) didn't match the requested node name",)),
     ),
 ]
@@ -321,7 +363,7 @@ def test_node_state_filters(
 def test_node_without_ready_condition_is_not_ready() -> None:
     n = NodeInfo("bare")
     n.set_node({"metadata": {"name": "bare"}, "status": {"allocatable": {"cpu": "1"}}})
-    assert run_filter(NodeReady(), pod(), n) == NOT_READY
+    assert run_filter(NodeReady(), pod_info(), n) == NOT_READY
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ import pytest
 from services.scheduler.config import SchedulerConfig, build_framework
 from services.scheduler.framework import FitError, num_feasible_nodes_to_find
 from services.scheduler.nodeinfo import NodeInfo
-from tests.scheduler.factories import node, pod
+from tests.factories import node_info, pod_info
 
 
 def default_framework(seed: int = 0) -> object:
@@ -26,7 +26,7 @@ def fit_error(p: object, nodes: list[NodeInfo]) -> FitError:
 
 
 def test_seed_example_selector_no_node_matches() -> None:
-    err = fit_error(pod(node_selector={"zz": "cxk"}), [node("node1"), node("node2")])
+    err = fit_error(pod_info(node_selector={"zz": "cxk"}), [node_info("node1"), node_info("node2")])
     assert (
         str(err) == "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector."
     )
@@ -36,13 +36,13 @@ def test_seed_example_selector_no_node_matches() -> None:
 
 def test_reasons_are_counted_and_sorted() -> None:
     nodes = [
-        node("a", cpu="1"),
-        node("b", cpu="1"),
-        node("c", taints=[{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]),
-        node("d", unschedulable=True),
-        node("e", ready=False),
+        node_info("a", cpu="1"),
+        node_info("b", cpu="1"),
+        node_info("c", taints=[{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]),
+        node_info("d", unschedulable=True),
+        node_info("e", ready=False),
     ]
-    err = fit_error(pod(cpu="2"), nodes)
+    err = fit_error(pod_info(cpu="2"), nodes)
     assert str(err) == (
         "0/5 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, "
         "1 node(s) were not ready, 1 node(s) were unschedulable, 2 Insufficient cpu."
@@ -57,32 +57,32 @@ def test_reasons_are_counted_and_sorted() -> None:
 
 
 def test_all_shortfalls_of_a_node_are_counted() -> None:
-    err = fit_error(pod(cpu="8", memory="64Gi"), [node("a"), node("b")])
+    err = fit_error(pod_info(cpu="8", memory="64Gi"), [node_info("a"), node_info("b")])
     assert str(err) == "0/2 nodes are available: 2 Insufficient cpu, 2 Insufficient memory."
 
 
 def test_no_nodes_at_all() -> None:
-    assert str(fit_error(pod(), [])) == "no nodes available to schedule pods"
+    assert str(fit_error(pod_info(), [])) == "no nodes available to schedule pods"
 
 
 def test_selector_picks_the_labelled_node() -> None:
     fw = default_framework()
-    nodes = [node("node1", labels={"zz": "cxk"}), node("node2")]
+    nodes = [node_info("node1", labels={"zz": "cxk"}), node_info("node2")]
     for seed in range(5):
         fw._rng = random.Random(seed)  # type: ignore[attr-defined]
-        assert fw.schedule(pod(node_selector={"zz": "cxk"}), nodes).node == "node1"  # type: ignore[attr-defined]
+        assert fw.schedule(pod_info(node_selector={"zz": "cxk"}), nodes).node == "node1"  # type: ignore[attr-defined]
 
 
 def test_emptier_node_wins() -> None:
     fw = default_framework()
-    busy = node("busy", placed=(pod("x", cpu="3", node_name="busy"),))
-    assert fw.schedule(pod(cpu="500m"), [busy, node("idle")]).node == "idle"  # type: ignore[attr-defined]
+    busy = node_info("busy", placed=(pod_info("x", cpu="3", node_name="busy"),))
+    assert fw.schedule(pod_info(cpu="500m"), [busy, node_info("idle")]).node == "idle"  # type: ignore[attr-defined]
 
 
 def test_ties_are_broken_at_random() -> None:
     fw = default_framework(seed=1)
-    nodes = [node(f"n{i}") for i in range(4)]
-    chosen = {fw.schedule(pod(), nodes).node for _ in range(200)}  # type: ignore[attr-defined]
+    nodes = [node_info(f"n{i}") for i in range(4)]
+    chosen = {fw.schedule(pod_info(), nodes).node for _ in range(200)}  # type: ignore[attr-defined]
     assert chosen == {"n0", "n1", "n2", "n3"}
 
 
@@ -105,10 +105,10 @@ def test_num_feasible_nodes_to_find(nodes: int, percentage: int, want: int) -> N
 
 def test_search_stops_early_and_rotates_over_all_nodes() -> None:
     fw = build_framework(SchedulerConfig(percentage_of_nodes_to_score=10))
-    nodes = [node(f"n{i:04}") for i in range(1000)]
+    nodes = [node_info(f"n{i:04}") for i in range(1000)]
     seen: set[str] = set()
     for _ in range(10):
-        result = fw.schedule(pod(), nodes)
+        result = fw.schedule(pod_info(), nodes)
         assert result.evaluated_nodes == 100
         assert result.feasible_nodes == 100
         seen.add(result.node)
@@ -121,7 +121,7 @@ def test_prefilter_skip_keeps_the_filter_from_running() -> None:
     affinity = next(p for p in fw.filter_plugins if p.name == "NodeAffinity")
     original = affinity.filter
     affinity.filter = lambda *a: calls.append(a) or original(*a)  # type: ignore[method-assign]
-    fw.schedule(pod(), [node("a"), node("b")])
+    fw.schedule(pod_info(), [node_info("a"), node_info("b")])
     assert calls == []
-    fw.schedule(pod(node_selector={"x": "y"}, name="sel"), [node("a", labels={"x": "y"})])
+    fw.schedule(pod_info(node_selector={"x": "y"}, name="sel"), [node_info("a", labels={"x": "y"})])
     assert len(calls) == 1

@@ -16,16 +16,16 @@ from services.scheduler.queue import (
     ClusterEvent,
     SchedulingQueue,
 )
-from tests.scheduler.factories import pod
+from tests.factories import pod_info
 
 pytestmark = pytest.mark.looptime
 
 
 async def test_pops_by_priority_then_age() -> None:
     q = SchedulingQueue()
-    q.add(pod("old"))
-    q.add(pod("young"))
-    q.add(pod("vip", priority=1000))
+    q.add(pod_info("old"))
+    q.add(pod_info("young"))
+    q.add(pod_info("vip", priority=1000))
     order = [(await q.pop()).key for _ in range(3)]
     assert order == ["default/vip", "default/old", "default/young"]
 
@@ -35,21 +35,21 @@ async def test_pop_waits_for_a_pod() -> None:
     popper = asyncio.create_task(q.pop(), name="pop")
     await asyncio.sleep(5)
     assert not popper.done()
-    q.add(pod("late"))
+    q.add(pod_info("late"))
     assert (await popper).key == "default/late"
 
 
 async def test_adding_twice_queues_once() -> None:
     q = SchedulingQueue()
-    q.add(pod("a"))
-    q.add(pod("a"))
+    q.add(pod_info("a"))
+    q.add(pod_info("a"))
     assert q.lengths() == {"active": 1, "backoff": 0, "unschedulable": 0}
 
 
 async def test_unschedulable_pod_waits_for_a_relevant_event_and_never_busy_loops() -> None:
     q = SchedulingQueue()
     runner = asyncio.create_task(q.run(), name="queue-timers")
-    q.add(pod("p"))
+    q.add(pod_info("p"))
     qp = await q.pop()
     q.requeue_unschedulable(qp, plugins=frozenset({"NodeAffinity"}))
     assert q.lengths()["unschedulable"] == 1
@@ -79,7 +79,7 @@ async def test_event_soon_after_failure_respects_the_backoff() -> None:
     q = SchedulingQueue(initial_backoff=1, max_backoff=10)
     runner = asyncio.create_task(q.run(), name="queue-timers")
     loop = asyncio.get_running_loop()
-    q.add(pod("p"))
+    q.add(pod_info("p"))
     qp = await q.pop()
     q.requeue_backoff(qp)  # first failure: 1 s
     qp = await q.pop()
@@ -97,7 +97,7 @@ async def test_backoff_doubles_up_to_the_cap() -> None:
     q = SchedulingQueue(initial_backoff=1, max_backoff=10)
     runner = asyncio.create_task(q.run(), name="queue-timers")
     loop = asyncio.get_running_loop()
-    q.add(pod("p"))
+    q.add(pod_info("p"))
     waits = []
     qp = await q.pop()
     for _ in range(6):
@@ -113,7 +113,7 @@ async def test_event_during_the_cycle_sends_the_pod_to_backoff_not_parking() -> 
     q = SchedulingQueue()
     runner = asyncio.create_task(q.run(), name="queue-timers")
     loop = asyncio.get_running_loop()
-    q.add(pod("p"))
+    q.add(pod_info("p"))
     qp = await q.pop()
     q.on_event(NODE_ADD)  # a node arrived after this cycle read the cache
     failed_at = loop.time()
@@ -128,7 +128,7 @@ async def test_parked_pod_is_retried_after_five_minutes_anyway() -> None:
     q = SchedulingQueue()
     runner = asyncio.create_task(q.run(), name="queue-timers")
     loop = asyncio.get_running_loop()
-    q.add(pod("p"))
+    q.add(pod_info("p"))
     qp = await q.pop()
     parked_at = loop.time()
     q.requeue_unschedulable(qp, plugins=frozenset({"NodeAffinity"}))
@@ -140,11 +140,11 @@ async def test_parked_pod_is_retried_after_five_minutes_anyway() -> None:
 async def test_pod_update_releases_a_parked_pod() -> None:
     q = SchedulingQueue()
     runner = asyncio.create_task(q.run(), name="queue-timers")
-    q.add(pod("p", node_selector={"zz": "cxk"}))
+    q.add(pod_info("p", node_selector={"zz": "cxk"}))
     qp = await q.pop()
     q.requeue_unschedulable(qp, plugins=frozenset({"NodeAffinity"}))
     await asyncio.sleep(30)
-    q.update(pod("p"))  # the user dropped the selector
+    q.update(pod_info("p"))  # the user dropped the selector
     again = await q.pop()
     assert not again.pod.node_selector
     runner.cancel()
@@ -152,9 +152,9 @@ async def test_pod_update_releases_a_parked_pod() -> None:
 
 async def test_deleted_pods_leave_every_sub_queue() -> None:
     q = SchedulingQueue()
-    q.add(pod("active"))
-    q.add(pod("flying"))
-    q.add(pod("parked"))
+    q.add(pod_info("active"))
+    q.add(pod_info("flying"))
+    q.add(pod_info("parked"))
     first = await q.pop()
     second = await q.pop()
     third = await q.pop()
@@ -175,10 +175,12 @@ async def test_deleted_pods_leave_every_sub_queue() -> None:
 async def test_status_only_update_keeps_the_pod_parked() -> None:
     q = SchedulingQueue()
     runner = asyncio.create_task(q.run(), name="queue-timers")
-    q.add(pod("p", node_selector={"zz": "cxk"}))
+    q.add(pod_info("p", node_selector={"zz": "cxk"}))
     qp = await q.pop()
     q.requeue_unschedulable(qp, plugins=frozenset({"NodeAffinity"}))
-    q.update(pod("p", node_selector={"zz": "cxk"}), changed=False)  # e.g. our PodScheduled=False
+    q.update(
+        pod_info("p", node_selector={"zz": "cxk"}), changed=False
+    )  # e.g. our PodScheduled=False
     await asyncio.sleep(60)
     assert q.lengths() == {"active": 0, "backoff": 0, "unschedulable": 1}
     runner.cancel()

@@ -12,7 +12,7 @@ from services.scheduler.plugins.least_allocated import LeastAllocated
 from services.scheduler.plugins.node_affinity import NodeAffinity
 from services.scheduler.plugins.selector_spread import SelectorSpread
 from services.scheduler.plugins.taint_toleration import TaintToleration
-from tests.scheduler.factories import node, pod
+from tests.factories import node_info, pod_info
 
 
 def run_score(plugin: Any, p: PodInfo, nodes: list[NodeInfo]) -> list[int] | None:
@@ -38,7 +38,7 @@ def preferred(weight: int, key: str, value: str) -> dict[str, Any]:
 
 
 def with_preferences(*terms: dict[str, Any]) -> PodInfo:
-    return pod(
+    return pod_info(
         affinity={"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": list(terms)}}
     )
 
@@ -47,34 +47,37 @@ SCORE_CASES = [
     (
         "least allocated prefers the emptier node",
         LeastAllocated(),
-        pod(cpu="1", memory="1Gi"),
-        [node("a", cpu="2", memory="2Gi"), node("b", cpu="4", memory="4Gi")],
+        pod_info(cpu="1", memory="1Gi"),
+        [node_info("a", cpu="2", memory="2Gi"), node_info("b", cpu="4", memory="4Gi")],
         [50, 75],
     ),
     (
         "least allocated counts pods already there",
         LeastAllocated(),
-        pod(cpu="1", memory="1Gi"),
+        pod_info(cpu="1", memory="1Gi"),
         [
-            node(
-                "a", cpu="4", memory="4Gi", placed=(pod("x", cpu="2", memory="2Gi", node_name="a"),)
+            node_info(
+                "a",
+                cpu="4",
+                memory="4Gi",
+                placed=(pod_info("x", cpu="2", memory="2Gi", node_name="a"),),
             ),
-            node("b", cpu="4", memory="4Gi"),
+            node_info("b", cpu="4", memory="4Gi"),
         ],
         [25, 75],
     ),
     (
         "request-less pods count at the defaults (100m, 200Mi)",
         LeastAllocated(),
-        pod(),
-        [node("a", cpu="1", memory="1000Mi"), node("b", cpu="2", memory="2000Mi")],
+        pod_info(),
+        [node_info("a", cpu="1", memory="1000Mi"), node_info("b", cpu="2", memory="2000Mi")],
         [85, 92],
     ),
     (
         "least allocated: an overfull node scores 0",
         LeastAllocated(),
-        pod(cpu="8"),
-        [node("a", cpu="4")],
+        pod_info(cpu="8"),
+        [node_info("a", cpu="4")],
         [48],
     ),
     (
@@ -82,55 +85,70 @@ SCORE_CASES = [
         NodeAffinity(),
         with_preferences(preferred(10, "disk", "ssd"), preferred(30, "zone", "a")),
         [
-            node("a", labels={"disk": "ssd"}),
-            node("b", labels={"disk": "ssd", "zone": "a"}),
-            node("c"),
+            node_info("a", labels={"disk": "ssd"}),
+            node_info("b", labels={"disk": "ssd", "zone": "a"}),
+            node_info("c"),
         ],
         [25, 100, 0],
     ),
-    ("no preferred terms: skipped", NodeAffinity(), pod(), [node("a")], None),
+    ("no preferred terms: skipped", NodeAffinity(), pod_info(), [node_info("a")], None),
     (
         "PreferNoSchedule taints: fewer is better",
         TaintToleration(),
-        pod(),
+        pod_info(),
         [
-            node("a", taints=[{"key": "k", "value": "v", "effect": "PreferNoSchedule"}]),
-            node("b"),
+            node_info("a", taints=[{"key": "k", "value": "v", "effect": "PreferNoSchedule"}]),
+            node_info("b"),
         ],
         [0, 100],
     ),
     (
         "tolerated PreferNoSchedule does not count",
         TaintToleration(),
-        pod(tolerations=[{"key": "k", "operator": "Exists"}]),
-        [node("a", taints=[{"key": "k", "value": "v", "effect": "PreferNoSchedule"}]), node("b")],
+        pod_info(tolerations=[{"key": "k", "operator": "Exists"}]),
+        [
+            node_info("a", taints=[{"key": "k", "value": "v", "effect": "PreferNoSchedule"}]),
+            node_info("b"),
+        ],
         [100, 100],
     ),
-    ("no taints anywhere: skipped", TaintToleration(), pod(), [node("a"), node("b")], None),
+    (
+        "no taints anywhere: skipped",
+        TaintToleration(),
+        pod_info(),
+        [node_info("a"), node_info("b")],
+        None,
+    ),
     (
         "spread: fewer siblings is better",
         SelectorSpread(),
-        pod("new", owner_uid="rs1"),
+        pod_info("new", owner_uid="rs1"),
         [
-            node(
+            node_info(
                 "a",
                 placed=(
-                    pod("s1", owner_uid="rs1", node_name="a"),
-                    pod("s2", owner_uid="rs1", node_name="a"),
+                    pod_info("s1", owner_uid="rs1", node_name="a"),
+                    pod_info("s2", owner_uid="rs1", node_name="a"),
                 ),
             ),
-            node(
+            node_info(
                 "b",
                 placed=(
-                    pod("s3", owner_uid="rs1", node_name="b"),
-                    pod("o", owner_uid="rs2", node_name="b"),
+                    pod_info("s3", owner_uid="rs1", node_name="b"),
+                    pod_info("o", owner_uid="rs2", node_name="b"),
                 ),
             ),
-            node("c"),
+            node_info("c"),
         ],
         [0, 50, 100],
     ),
-    ("spread: a pod without controller is skipped", SelectorSpread(), pod(), [node("a")], None),
+    (
+        "spread: a pod without controller is skipped",
+        SelectorSpread(),
+        pod_info(),
+        [node_info("a")],
+        None,
+    ),
 ]
 
 
@@ -146,11 +164,16 @@ def test_score_plugin(
 def test_least_allocated_batch_form_answers_as_the_single_form() -> None:
     plugin = LeastAllocated()
     nodes = [
-        node("a", cpu="2", memory="2Gi"),
-        node("b", cpu="4", memory="4Gi", placed=(pod("x", cpu="3", memory="1Gi", node_name="b"),)),
-        node("c", cpu="0", memory="0"),
-        node("d", cpu="1", memory="1Gi"),
+        node_info("a", cpu="2", memory="2Gi"),
+        node_info(
+            "b",
+            cpu="4",
+            memory="4Gi",
+            placed=(pod_info("x", cpu="3", memory="1Gi", node_name="b"),),
+        ),
+        node_info("c", cpu="0", memory="0"),
+        node_info("d", cpu="1", memory="1Gi"),
     ]
-    for p in (pod(cpu="1", memory="1Gi"), pod(), pod(cpu="8")):
+    for p in (pod_info(cpu="1", memory="1Gi"), pod_info(), pod_info(cpu="8")):
         state = CycleState()
         assert plugin.score_all(state, p, nodes) == [plugin.score(state, p, n) for n in nodes]

@@ -1,0 +1,285 @@
+"""The one place tests build Kubernetes objects: pods, containers, nodes, RCs, deployments, ...
+
+Why: every suite needs the same handful of objects, and copies of a builder drift apart (a
+default image here, a missing namespace there). Each builder returns the JSON shape a person
+would write (plain dicts, camelCase keys, no defaults filled in by the server); ``yaml_of``
+renders one for ``kubectl apply -f -``. Extra ``**spec`` keywords are merged into ``spec``
+as written (``restartPolicy="Never"``, ``nodeSelector={...}``), so a builder never needs a
+parameter per field.
+
+The scheduler's unit tests also get ``pod_info``/``node_info``: the same objects wrapped in
+the scheduler's cache types. Nothing here talks to a server.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from services.scheduler.nodeinfo import NodeInfo, PodInfo
+
+__all__ = [
+    "Obj",
+    "container",
+    "deployment",
+    "event",
+    "namespace",
+    "nginx_rc",
+    "node",
+    "node_info",
+    "pod",
+    "pod_info",
+    "pod_template",
+    "rc",
+    "sched_pod",
+    "sh",
+    "sleeper",
+    "yaml_of",
+]
+
+Obj = dict[str, Any]
+
+
+def yaml_of(obj: Obj) -> str:
+    """``obj`` as a YAML manifest (keys in the order written)."""
+    return yaml.safe_dump(obj, sort_keys=False)
+
+
+def container(
+    name: str = "main",
+    image: str = "nginx",
+    *,
+    cpu: str | None = None,
+    memory: str | None = None,
+    **fields: Any,
+) -> Obj:
+    """A container; ``cpu``/``memory`` become resource requests, ``fields`` are added as is."""
+    out: Obj = {"name": name, "image": image, **fields}
+    requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None}
+    if requests:
+        out["resources"] = {"requests": requests}
+    return out
+
+
+def sh(script: str, *, name: str = "main", image: str = "busybox") -> Obj:
+    """A container running ``sh -c script``."""
+    return container(name, image, command=["sh", "-c", script])
+
+
+def pod(
+    name: str,
+    *containers: Obj,
+    namespace: str | None = None,
+    labels: dict[str, str] | None = None,
+    uid: str | None = None,
+    owner_uid: str | None = None,
+    **spec: Any,
+) -> Obj:
+    """A pod of ``containers`` (default: one nginx container named ``main``).
+
+    Without ``namespace`` the request path says where it goes; ``owner_uid`` adds a
+    controlling ReplicaSet owner reference."""
+    meta: Obj = {"name": name}
+    if namespace is not None:
+        meta["namespace"] = namespace
+    if uid is not None:
+        meta["uid"] = uid
+    if labels:
+        meta["labels"] = dict(labels)
+    if owner_uid is not None:
+        meta["ownerReferences"] = [
+            {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": owner_uid,
+             "controller": True}
+        ]  # fmt: skip
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": meta,
+        "spec": {"containers": list(containers) or [container()], **spec},
+    }
+
+
+def node(
+    name: str,
+    *,
+    cpu: str = "4",
+    memory: str = "8Gi",
+    pods: str = "110",
+    labels: dict[str, str] | None = None,
+    taints: list[Obj] | None = None,
+    unschedulable: bool = False,
+    ready: bool | None = True,
+) -> Obj:
+    """A node labelled with its hostname; ``ready=None`` leaves out the status (as ``kubectl
+    apply`` of a hand-written node does: no kubelet has reported, so it shows Unknown)."""
+    spec: Obj = {}
+    if taints:
+        spec["taints"] = taints
+    if unschedulable:
+        spec["unschedulable"] = True
+    out: Obj = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
+        "spec": spec,
+    }
+    if ready is not None:
+        resources = {"cpu": cpu, "memory": memory, "pods": pods}
+        out["status"] = {
+            "capacity": dict(resources),
+            "allocatable": dict(resources),
+            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+        }
+    return out
+
+
+def pod_template(labels: dict[str, str], *containers: Obj, **spec: Any) -> Obj:
+    """A pod template (metadata with ``labels`` and a spec) for a controller."""
+    return {
+        "metadata": {"labels": dict(labels)},
+        "spec": {"containers": list(containers) or [container("app")], **spec},
+    }
+
+
+def rc(
+    name: str,
+    *,
+    replicas: int,
+    image: str = "nginx",
+    container_name: str = "app",
+    template: Obj | None = None,
+    labels: dict[str, str] | None = None,
+    namespace: str | None = None,
+    **spec: Any,
+) -> Obj:
+    """A ReplicationController of one-container pods labelled ``labels`` (default
+    ``app=<name>``), or of ``template``."""
+    labels = labels or {"app": name}
+    meta: Obj = {"name": name}
+    if namespace is not None:
+        meta["namespace"] = namespace
+    return {
+        "apiVersion": "v1",
+        "kind": "ReplicationController",
+        "metadata": meta,
+        "spec": {
+            "replicas": replicas,
+            "selector": dict(labels),
+            "template": template or pod_template(labels, container(container_name, image)),
+            **spec,
+        },
+    }
+
+
+def nginx_rc(name: str, *, replicas: int, image: str = "nginx:1.27") -> Obj:
+    """An RC of nginx pods labelled ``app=<name>``, serving HTTP on port 80 of their pod IP
+    (what the e2e tests run on real processes; a 5 s grace period keeps deletions short)."""
+    web = container("nginx", image, ports=[{"containerPort": 80}])
+    template = pod_template({"app": name}, web, terminationGracePeriodSeconds=5)
+    return rc(name, replicas=replicas, namespace="default", template=template)
+
+
+def sleeper(
+    name: str,
+    *,
+    image: str = "busybox",
+    labels: dict[str, str] | None = None,
+    namespace: str | None = None,
+    **spec: Any,
+) -> Obj:
+    """A pod sleeping for an hour (labels default ``role=sleeper``; 5 s grace period);
+    ``spec`` adds fields (``nodeName=...``, ``nodeSelector=...``)."""
+    spec.setdefault("terminationGracePeriodSeconds", 5)
+    main = container("main", image, command=["sleep", "3600"])
+    return pod(name, main, namespace=namespace, labels=labels or {"role": "sleeper"}, **spec)
+
+
+def deployment(
+    name: str,
+    *,
+    replicas: int,
+    image: str = "nginx",
+    container_name: str = "app",
+    labels: dict[str, str] | None = None,
+    strategy: Obj | None = None,
+    **spec: Any,
+) -> Obj:
+    """A Deployment of one-container pods labelled ``labels`` (default ``app=<name>``)."""
+    labels = labels or {"app": name}
+    body: Obj = {
+        "replicas": replicas,
+        "selector": {"matchLabels": dict(labels)},
+        "template": pod_template(labels, container(container_name, image)),
+    }
+    if strategy is not None:
+        body["strategy"] = strategy
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "labels": dict(labels)},
+        "spec": {**body, **spec},
+    }
+
+
+def namespace(name: str) -> Obj:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+
+
+def event(name: str, *, pod: str, namespace: str = "default") -> Obj:
+    """A kubelet's "Started" Event about container ``main`` of ``pod``."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": name, "namespace": namespace},
+        "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": pod,
+                           "namespace": namespace, "fieldPath": "spec.containers{main}"},
+        "reason": "Started",
+        "message": "Started container main",
+        "type": "Normal",
+        "count": 1,
+        "source": {"component": "kubelet", "host": "node1"},
+        "firstTimestamp": "2026-01-01T00:00:00Z",
+        "lastTimestamp": "2026-01-01T00:00:00Z",
+    }  # fmt: skip
+
+
+def pod_info(name: str = "p", **kw: Any) -> PodInfo:
+    """A scheduler ``PodInfo`` of ``sched_pod(name, **kw)``."""
+    return PodInfo(sched_pod(name, **kw))
+
+
+def node_info(name: str = "node1", *, placed: tuple[PodInfo, ...] = (), **kw: Any) -> NodeInfo:
+    """A scheduler ``NodeInfo`` of ``node(name, **kw)`` with ``placed`` pods on it."""
+    info = NodeInfo(name)
+    info.set_node(node(name, **kw))
+    for p in placed:
+        info.add_pod(p)
+    return info
+
+
+def sched_pod(
+    name: str = "p",
+    *,
+    cpu: str | None = None,
+    memory: str | None = None,
+    init_cpu: str | None = None,
+    node_name: str | None = None,
+    node_selector: dict[str, str] | None = None,
+    affinity: Obj | None = None,
+    tolerations: list[Obj] | None = None,
+    priority: int | None = None,
+    **kw: Any,
+) -> Obj:
+    """The scheduler tests' pod: uid ``uid-<name>``, one nginx container ``c`` requesting
+    ``cpu``/``memory``, an init container requesting ``init_cpu``; other keywords as ``pod``."""
+    fields = {"nodeName": node_name, "nodeSelector": node_selector, "affinity": affinity,
+              "tolerations": tolerations}  # fmt: skip
+    spec: Obj = {k: v for k, v in fields.items() if v}
+    if priority is not None:
+        spec["priority"] = priority
+    if init_cpu is not None:
+        spec["initContainers"] = [container("init", "busybox", cpu=init_cpu)]
+    kw.setdefault("namespace", "default")
+    main = container("c", "nginx", cpu=cpu, memory=memory)
+    return pod(name, main, uid=f"uid-{name}", **kw, **spec)
