@@ -58,7 +58,7 @@ compose-test: $(TEST_STAMP) compose-deps  ## docker compose up for real, under P
 test-fast: $(TEST_STAMP)  ## every test except the slow ones
 	$(BIN)/python -m pytest -q -m 'not slow' $(ARGS)
 
-lint: $(TEST_STAMP)   ## ruff + import-linter layering contracts + mypy on api/ store/ client/ component/
+lint: $(TEST_STAMP)   ## ruff + import-linter layering contracts + mypy --strict on every package
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 	$(BIN)/mypy
