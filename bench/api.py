@@ -49,8 +49,11 @@ from typing import Any
 
 import aiohttp
 
+from kubelite import commands
+
 ROOT = Path(__file__).resolve().parent.parent
 READY = re.compile(rb"listening on (http://[0-9.]+:\d+)")
+"""The apiserver's ready line (``kubelite: apiserver api listening on ...``) and the baseline's."""
 
 
 def pod_body(i: int) -> dict[str, Any]:
@@ -169,17 +172,7 @@ async def _drain(stream: asyncio.StreamReader) -> None:
 
 
 def apiserver_argv(store: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "services.apiserver",
-        "--store",
-        store,
-        "--insecure-port",
-        "0",
-        "--log-level",
-        "WARNING",
-    ]
+    return commands.apiserver(store=store, port=0, log_level="WARNING").python()
 
 
 def baseline_argv() -> list[str]:

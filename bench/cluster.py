@@ -36,7 +36,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -47,6 +46,7 @@ from api.registry import REGISTRY, ResourceType
 from bench.profile import profiling
 from client.informer import Informer
 from client.rest import ApiClient
+from kubelite import commands
 
 __all__ = [
     "Cluster",
@@ -75,8 +75,9 @@ def resource(group: str, kind: str) -> ResourceType:
 
 
 NODES = resource("", "Node")
-_APISERVER_READY = re.compile(rb"apiserver listening on (http://127\.0\.0\.1:\d+)")
-_SCHEDULER_READY = re.compile(rb"scheduler serving on (http://127\.0\.0\.1:\d+)")
+# the components' ready lines (component.ready)
+_APISERVER_READY = re.compile(rb"kubelite: apiserver api listening on (http://127\.0\.0\.1:\d+)")
+_SCHEDULER_READY = re.compile(rb"kubelite: scheduler health listening on (http://127\.0\.0\.1:\d+)")
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
@@ -253,10 +254,6 @@ class Cluster:
                 log.exception("stopping %s failed; going on with the rest", component.name)
 
 
-def _py(module: str, *args: str) -> list[str]:
-    return [sys.executable, "-m", module, *args]
-
-
 def _store_url(store: str, workdir: Path) -> str:
     if store == "memory":
         return "memory://"
@@ -281,18 +278,18 @@ def kubelet_argv(
     sim_start_delay: float = 0.0, extra: Sequence[str] = (),
 ) -> list[str]:  # fmt: skip
     """The command line of kubelet ``index``: ``nodes`` sim nodes, or one process node."""
-    name = f"kubelet-{index}"
-    common = ("--server", server, "--port", "0", "--state-dir", str(workdir / name),
-              "--cpu", "64", "--memory", "256Gi", "--max-pods", str(max_pods))  # fmt: skip
-    if runtime == "sim":
-        return _py("services.kubelet", *common, "--runtime", "sim", "--nodes", str(nodes),
-                   "--node-name", f"sim{index}", "--sim-start-delay", str(sim_start_delay),
-                   *extra)  # fmt: skip
-    if nodes != 1:
+    if runtime == "process" and nodes != 1:
         raise ValueError("a process kubelet hosts exactly one node")
-    return _py("services.kubelet", *common, "--runtime", "process",
-               "--node-name", f"bench-proc-{index}", "--pod-cidr", process_pod_cidr(index),
-               "--stop-pods-on-exit", "--healthz-port", "0", *extra)  # fmt: skip
+    sim = runtime == "sim"
+    return commands.kubelet(
+        server=server, port=0, state_dir=workdir / f"kubelet-{index}", cpu="64",
+        memory="256Gi", max_pods=max_pods, runtime=runtime,
+        nodes=nodes if sim else None,
+        node_name=f"sim{index}" if sim else f"bench-proc-{index}",
+        sim_start_delay=sim_start_delay if sim else None,
+        pod_cidr=None if sim else process_pod_cidr(index),
+        stop_pods_on_exit=not sim, healthz_port=None if sim else 0, extra=extra,
+    ).python()  # fmt: skip
 
 
 def kill_leftover_containers(workdir: Path) -> list[int]:
@@ -343,30 +340,33 @@ async def running_cluster(
     ``<workdir>/profile-<component>.txt`` (``bench.profile``)."""
     await asyncio.to_thread(workdir.mkdir, parents=True, exist_ok=True)
     cluster = Cluster(workdir=workdir)
-    quiet = ("--log-level", "WARNING")
-    # the apiserver's own default unless asked: RSS figures must be those of a default install
-    cache_args = () if watch_cache_size is None else ("--watch-cache-size", str(watch_cache_size))
+    quiet = "WARNING"
     try:
         await cluster.add(Component(
             "apiserver",
-            _py("services.apiserver", "--store", _store_url(store, workdir),
-                "--state-dir", str(workdir / "apiserver"), "--insecure-port", "0",
-                *cache_args, *quiet, *extra_apiserver_args),
+            commands.apiserver(
+                store=_store_url(store, workdir), state_dir=workdir / "apiserver", port=0,
+                # the apiserver's own default unless asked: RSS figures must be those of a
+                # default install
+                watch_cache_size=watch_cache_size, log_level=quiet, extra=extra_apiserver_args,
+            ).python(),
             workdir / "apiserver.log", _APISERVER_READY,
         ))  # fmt: skip
         server = cluster.url
         if scheduler:
             await cluster.add(Component(
                 "scheduler",
-                _py("services.scheduler", "--server", server, "--port", "0",
-                    "--no-leader-elect", *quiet),
+                commands.scheduler(
+                    server=server, healthz_port=0, leader_elect=False, log_level=quiet
+                ).python(),
                 workdir / "scheduler.log", _SCHEDULER_READY,
             ))  # fmt: skip
         if controller_manager:
             await cluster.add(Component(
                 "controller-manager",
-                _py("services.controller_manager", "--server", server, "--healthz-port", "0",
-                    "--leader-elect", "false", *quiet),
+                commands.controller_manager(
+                    server=server, healthz_port=0, leader_elect=False, log_level=quiet
+                ).python(),
                 workdir / "controller-manager.log",
             ))  # fmt: skip
         processes = nodes if runtime == "process" else kubelet_processes
@@ -375,7 +375,8 @@ async def running_cluster(
             name = f"kubelet-{index}"
             argv = kubelet_argv(server=server, runtime=runtime, index=index, nodes=count,
                                 workdir=workdir, max_pods=max_pods,
-                                sim_start_delay=sim_start_delay, extra=quiet)  # fmt: skip
+                                sim_start_delay=sim_start_delay,
+                                extra=("--log-level=WARNING",))  # fmt: skip
             # a process kubelet stops its containers (10 s grace each, in parallel) first
             stop_within = 30.0 if runtime == "process" else 10.0
             await cluster.add(Component(name, argv, workdir / f"{name}.log",

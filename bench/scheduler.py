@@ -46,6 +46,7 @@ from typing import Any
 from api.registry import REGISTRY, ResourceType
 from client.informer import Informer
 from client.rest import ApiClient
+from kubelite import commands
 
 _pods, _nodes = REGISTRY.by_kind("", "Pod"), REGISTRY.by_kind("", "Node")
 assert _pods is not None and _nodes is not None
@@ -236,16 +237,18 @@ async def run_case(
     api_port = _free_port()
     case = f"{pods}x{nodes}-{phase}"
     api = Proc(
-        [sys.executable, "-m", "services.apiserver",
-         "--store", store_url(store, workdir=workdir, case=f"store-{case}"),
-         "--insecure-port", str(api_port), "--state-dir", str(workdir / f"state-{case}"),
-         "--log-level", "WARNING", "--watch-cache-size", str(max(10_000, 4 * pods))],
+        commands.apiserver(
+            store=store_url(store, workdir=workdir, case=f"store-{case}"), port=api_port,
+            state_dir=workdir / f"state-{case}", log_level="WARNING",
+            watch_cache_size=max(10_000, 4 * pods),
+        ).python(),
         workdir / f"apiserver-{case}.log",
     )  # fmt: skip
     server = f"http://127.0.0.1:{api_port}"
     sched = Proc(
-        [sys.executable, "-m", "services.scheduler", "--server", server, "--port", "0",
-         "--no-leader-elect", "--log-level", "WARNING"],
+        commands.scheduler(
+            server=server, healthz_port=0, leader_elect=False, log_level="WARNING"
+        ).python(),
         workdir / f"scheduler-{case}.log",
     )  # fmt: skip
     await api.start()

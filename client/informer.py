@@ -52,6 +52,7 @@ from client.cache import (
 from client.reflector import Reflector, ReflectorOptions
 from client.rest import ApiClient
 from client.watch import WatchEvent
+from component.tasks import TaskGroup
 
 __all__ = ["Informer", "OnAdd", "OnDelete", "OnUpdate"]
 
@@ -185,21 +186,15 @@ class Informer:
     # -- running --------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """Run the reflector (and the resync timer) until cancelled."""
-        tasks = [asyncio.create_task(self.reflector.run(), name=f"reflector {self.name}")]
-        if self.resync_period:
-            tasks.append(asyncio.create_task(self._resync(), name=f"resync {self.name}"))
-        try:
-            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-            for task in done:  # these loops never return: any ending is a bug worth shouting
-                log.error("informer %s: %s ended unexpectedly", self.name, task.get_name(),
-                          exc_info=task.exception())  # fmt: skip
-                task.result()
-            raise RuntimeError(f"informer {self.name} stopped")
-        finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+        """Run the reflector (and the resync timer) until cancelled.
+
+        Both loops run forever: if one ends, it is logged, the other is cancelled and its
+        exception (or ``component.errors.TaskEnded``) is raised here."""
+        async with TaskGroup(f"informer {self.name}", logger=log) as tasks:
+            tasks.start(f"reflector {self.name}", self.reflector.run())
+            if self.resync_period:
+                tasks.start(f"resync {self.name}", self._resync())
+            await tasks.wait()
 
     def start(self) -> asyncio.Task[None]:
         """``run()`` as a named task owned by the caller (cancel it to stop)."""

@@ -7,7 +7,10 @@ module reads kubeconfig files and the common command-line flags and yields one f
 Resolution order, as kubectl's: an explicit ``--server`` URL wins (credentials may still come
 from the kubeconfig's current user); otherwise the ``--kubeconfig`` file, else the first file
 in ``$KUBECONFIG``, else ``~/.kube/config``; ``--context`` picks a context other than
-``current-context``. Paths inside a kubeconfig are relative to the file. Supported fields:
+``current-context``. A component (``from_args(..., default_server=DEFAULT_SERVER)``) given
+neither ``--server``, ``--kubeconfig`` nor ``$KUBECONFIG`` talks to ``http://127.0.0.1:8080``.
+``--server`` may name several URLs (``component.flags``); the first is used for now. Paths
+inside a kubeconfig are relative to the file. Supported fields:
 ``server``, ``certificate-authority[-data]``, ``insecure-skip-tls-verify``, user ``token``,
 ``tokenFile``, ``client-certificate[-data]``, ``client-key[-data]``, context ``namespace``.
 
@@ -29,7 +32,19 @@ from typing import Any
 
 import yaml
 
-__all__ = ["ClientConfig", "KubeconfigError", "add_client_arguments", "load_kubeconfig"]
+from component.flags import add_server_flag
+
+__all__ = [
+    "DEFAULT_SERVER",
+    "ClientConfig",
+    "KubeconfigError",
+    "add_client_arguments",
+    "load_kubeconfig",
+]
+
+DEFAULT_SERVER = "http://127.0.0.1:8080"
+"""Where a component looks for the apiserver when no flag or kubeconfig says (its default
+plain-HTTP address)."""
 
 
 class KubeconfigError(ValueError):
@@ -40,7 +55,7 @@ class KubeconfigError(ValueError):
 class ClientConfig:
     """How to talk to one apiserver. Build with ``ClientConfig(server=...)`` or the loaders."""
 
-    server: str = "http://127.0.0.1:8080"
+    server: str = DEFAULT_SERVER
     token: str | None = None
     ca_file: str | None = None
     ca_data: str | None = None
@@ -119,11 +134,21 @@ class ClientConfig:
         return replace(base, **{k: v for k, v in overrides.items() if v is not None})
 
     @classmethod
-    def from_args(cls, args: argparse.Namespace) -> ClientConfig:
-        """The config described by the flags ``add_client_arguments`` added."""
+    def from_args(
+        cls, args: argparse.Namespace, *, default_server: str | None = None
+    ) -> ClientConfig:
+        """The config described by the flags ``add_client_arguments`` added.
+
+        ``--server`` may name several URLs; the first is used for now. With no ``--server``,
+        no ``--kubeconfig`` and no ``$KUBECONFIG``, ``default_server`` is used (if given).
+        """
+        servers: list[str] | None = args.server
+        server = servers[0] if servers else None
+        if server is None and args.kubeconfig is None and not os.environ.get("KUBECONFIG"):
+            server = default_server
         return cls.load(
             kubeconfig=args.kubeconfig,
-            server=args.server,
+            server=server,
             context=args.context,
             token=args.token,
             ca_file=args.certificate_authority,
@@ -137,9 +162,7 @@ def add_client_arguments(parser: argparse.ArgumentParser) -> None:
     """The standard connection flags, so every component parses them the same way."""
     group = parser.add_argument_group("apiserver connection")
     group.add_argument("--kubeconfig", default=None, help="kubeconfig file")
-    group.add_argument(
-        "--server", "--master", default=None, help="apiserver URL (overrides kubeconfig)"
-    )
+    add_server_flag(group)
     group.add_argument("--context", default=None, help="kubeconfig context to use")
     group.add_argument("--token", default=None, help="bearer token")
     group.add_argument("--certificate-authority", default=None, help="CA bundle for https")

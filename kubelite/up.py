@@ -3,18 +3,23 @@
 What it owns: one child process per component — the apiserver, the controller-manager, the
 scheduler and one kubelet per node — each started as ``python -m services.<name>`` exactly as a
 person would start it by hand, so the processes talk only through the apiserver, as in a real
-cluster. ``plan(opts)`` is that list of command lines; the e2e tests start the very same ones.
+cluster. ``plan(opts)`` is that list of command lines, built by ``kubelite.commands`` (the one
+argv source the compose file, the tests and the benchmarks use too).
 The supervisor
 
-* starts the apiserver first and the others once it answers ``/readyz`` (they would only retry
-  against a closed port meanwhile);
-* prefixes every line a child prints with the child's name (coloured on a terminal);
+* starts the apiserver first and the others once it prints its ready line (they would only
+  retry against a closed port meanwhile); with ``--port 0`` the others are given the port the
+  apiserver printed;
+* prefixes every line a child prints with the child's name (coloured on a terminal), and reads
+  each child's ready lines (``component.ready``) for the ports it actually bound;
 * restarts a child that dies, after a jittered back-off that grows while it keeps dying and
   resets once it has stayed up for a while, and says so — except a child that exits at once with
-  a usage error (exit code 2): restarting a bad command line cannot help, so ``up`` stops;
-* waits until every node reports Ready *with a heartbeat from this run* (a resumed state dir
-  still holds the Ready conditions of the last run), watched, not polled; then prints where the
-  API is, the kubeconfig it wrote, and commands to try;
+  a usage error (exit code 2), or one that cannot listen on its port (exit code 3, at any time):
+  restarting cannot help either, so ``up`` stops;
+* waits until every child has printed its ready line and every node reports Ready *with a
+  heartbeat from this run* (a resumed state dir still holds the Ready conditions of the last
+  run), watched through ``client.watch``, not polled; then prints where the API is, every
+  component's endpoints with their actual ports, the kubeconfig it wrote, and commands to try;
 * on Ctrl-C or SIGTERM stops the kubelets first (``--stop-pods-on-exit``: they stop their pods'
   processes), then the controllers, then the apiserver, escalating to SIGKILL for any child that
   outlives its grace period; a second Ctrl-C kills everything at once.
@@ -44,13 +49,21 @@ import os
 import random
 import signal
 import sys
-from collections.abc import Callable, Coroutine, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import aiohttp
+import uvloop
+
+from api.errors import StatusError
+from api.registry import REGISTRY, ResourceType
+from client.rest import ApiClient
+from component.errors import EXIT_CANNOT_LISTEN, EXIT_USAGE
+from component.flags import add_log_flags, duration, port, port_or_off
+from component.ready import Listening, Ready, parse_line
+from kubelite import commands
 
 __all__ = ["Child", "Options", "Supervisor", "build_parser", "main", "parse_options", "plan"]
 
@@ -60,8 +73,10 @@ COLOURS = ("36", "33", "35", "32", "34", "31", "96", "93", "95", "92")
 RESTART_INITIAL = 1.0
 RESTART_MAX = 30.0
 RESTART_RESET_AFTER = 60.0
-USAGE_ERROR = 2
+USAGE_ERROR = EXIT_USAGE
 """argparse's exit code: a child exiting with it right after starting has a bad command line."""
+CANNOT_LISTEN = EXIT_CANNOT_LISTEN
+"""A child that cannot bind its port exits with this (``component.errors``); not restarted."""
 USAGE_ERROR_WINDOW = 5.0
 """Seconds after start within which exit code 2 counts as a usage error, not a crash."""
 # How long each child gets to exit after SIGTERM before SIGKILL. Kubelets stop their pods'
@@ -73,6 +88,15 @@ HEARTBEAT_SLACK = timedelta(seconds=2)
 (heartbeats have one-second resolution on the wire)."""
 PR_SET_PDEATHSIG = 1
 STORE_SCHEMES = ("memory://", "sqlite://", "etcd://")
+RELIST_PAUSE = 0.5
+"""Seconds before listing nodes again after the node watch broke (the apiserver restarting)."""
+
+
+def _nodes() -> ResourceType:
+    rt = REGISTRY.by_kind("", "Node")
+    if rt is None:  # pragma: no cover - the registry always serves nodes
+        raise RuntimeError("the registry has no Node")
+    return rt
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +114,7 @@ class Options:
     colour: bool
     log_level: str
     ready_timeout: float
+    verbosity: int | None = None
 
     @property
     def server(self) -> str:
@@ -108,6 +133,10 @@ class Child:
     restarts: int = 0
     stopping: bool = False
     exited: asyncio.Event = field(default_factory=asyncio.Event)
+    ready: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set when the running process printed its ``ready`` line (cleared at each start)."""
+    endpoints: dict[str, Listening] = field(default_factory=dict)
+    """What the child's ready lines said it listens on, by endpoint (``api``, ``health`` ...)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -123,7 +152,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="where the store, the kubeconfig and each kubelet's state live (default ./.kubelite)",
     )
     p.add_argument(
-        "--port", type=int, default=8080, help="the apiserver's plain-HTTP port (default 8080)"
+        "--port",
+        type=port,
+        default=8080,
+        help="the apiserver's plain-HTTP port; 0 picks a free one, shown in the banner "
+        "(default 8080)",
     )
     p.add_argument(
         "--bind-address",
@@ -147,22 +180,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--kubelet-port",
-        type=int,
+        type=port,
         default=10250,
         help="port of node1's kubelet server (logs, exec, /healthz); nodeK uses this + K-1; "
-        "0 lets each pick a free one (default 10250)",
+        "0 lets each pick a free one, shown in the banner (default 10250)",
     )
     p.add_argument(
         "--scheduler-port",
-        type=int,
+        type=port_or_off,
         default=10259,
-        help="port of the scheduler's /healthz and /metrics; 0 picks a free one (default 10259)",
+        help="port of the scheduler's /healthz and /metrics; 0 picks a free one, shown in the "
+        "banner; -1 serves none (default 10259)",
     )
     p.add_argument(
         "--controller-manager-port",
-        type=int,
+        type=port_or_off,
         default=10257,
-        help="port of the controller-manager's /healthz; 0 picks a free one (default 10257)",
+        help="port of the controller-manager's /healthz; 0 picks a free one, shown in the "
+        "banner; -1 serves none (default 10257)",
     )
     p.add_argument(
         "--pod-cidr",
@@ -174,18 +209,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--no-color", action="store_true", help="never colour the log prefixes (default: on a TTY)"
     )
-    p.add_argument(
-        "--log-level",
-        default="info",
-        type=str.lower,
-        choices=("debug", "info", "warning", "error"),
-        help="log level passed to every component (default info)",
-    )
+    add_log_flags(p)  # passed on to every component
     p.add_argument(
         "--ready-timeout",
-        type=float,
+        type=duration,
         default=60.0,
-        help="seconds to wait for the apiserver and every node to be ready (default 60)",
+        help="time to wait for the apiserver and every node to be ready (default 1m)",
     )
     return p
 
@@ -223,6 +252,7 @@ def parse_options(argv: Sequence[str]) -> Options:
         colour=not ns.no_color and sys.stdout.isatty(),
         log_level=ns.log_level,
         ready_timeout=ns.ready_timeout,
+        verbosity=ns.verbosity,
     )
 
 
@@ -284,51 +314,36 @@ def node_pod_cidrs(cidr: str, count: int) -> list[str]:
 
 def plan(opts: Options) -> list[Child]:
     """The children to start, in start order (the apiserver first, kubelets last)."""
-    py = [sys.executable, "-m"]
-    level = ["--log-level", opts.log_level.upper()]
-    children = [
+    server, level, verbosity = opts.server, opts.log_level, opts.verbosity
+    children: list[tuple[str, commands.Command]] = [
         (
             "apiserver",
-            "apiserver",
-            [
-                *py,
-                "services.apiserver",
-                "--store",
-                opts.store,
-                "--state-dir",
-                str(opts.state_dir),
-                "--insecure-bind-address",
-                opts.bind_address,
-                "--insecure-port",
-                str(opts.port),
-                *level,
-            ],
+            commands.apiserver(
+                store=opts.store,
+                state_dir=opts.state_dir,
+                bind_address=opts.bind_address,
+                port=opts.port,
+                log_level=level,
+                verbosity=verbosity,
+            ),
         ),
         (
             "controller-manager",
-            "controller-manager",
-            [
-                *py,
-                "services.controller_manager",
-                "--server",
-                opts.server,
-                "--healthz-port",
-                str(opts.controller_manager_port),
-                *level,
-            ],
+            commands.controller_manager(
+                server=server,
+                healthz_port=opts.controller_manager_port,
+                log_level=level,
+                verbosity=verbosity,
+            ),
         ),
         (
             "scheduler",
-            "scheduler",
-            [
-                *py,
-                "services.scheduler",
-                "--server",
-                opts.server,
-                "--port",
-                str(opts.scheduler_port),
-                *level,
-            ],
+            commands.scheduler(
+                server=server,
+                healthz_port=opts.scheduler_port,
+                log_level=level,
+                verbosity=verbosity,
+            ),
         ),
     ]
     names = node_names(opts.nodes)
@@ -337,38 +352,33 @@ def plan(opts: Options) -> list[Child]:
     else:
         cidrs = cluster_node_pod_cidrs(opts.state_dir, len(names))
     for index, node in enumerate(names):
-        port = opts.kubelet_port + index if opts.kubelet_port else 0
         children.append(
             (
                 node,
-                "kubelet",
-                [
-                    *py,
-                    "services.kubelet",
-                    "--server",
-                    opts.server,
-                    "--node-name",
-                    node,
-                    "--runtime",
-                    opts.runtime,
-                    "--state-dir",
-                    str(opts.state_dir / "kubelets" / node),
-                    "--port",
-                    str(port),
-                    "--pod-cidr",
-                    cidrs[index],
+                commands.kubelet(
+                    server=server,
+                    node_name=node,
+                    runtime=opts.runtime,
+                    state_dir=opts.state_dir / "kubelets" / node,
+                    port=opts.kubelet_port + index if opts.kubelet_port else 0,
+                    pod_cidr=cidrs[index],
                     # several kubelets share this host: /healthz is served on each one's
                     # --port (10250, 10251, ...), not on the single fixed 10248
-                    "--healthz-port",
-                    "0",
-                    "--stop-pods-on-exit",
-                    *level,
-                ],
+                    healthz_port=-1,
+                    stop_pods_on_exit=True,
+                    log_level=level,
+                    verbosity=verbosity,
+                ),
             )
         )
     return [
-        Child(name=name, kind=kind, argv=argv, colour=COLOURS[i % len(COLOURS)])
-        for i, (name, kind, argv) in enumerate(children)
+        Child(
+            name=name,
+            kind=command.component,
+            argv=command.python(),
+            colour=COLOURS[i % len(COLOURS)],
+        )
+        for i, (name, command) in enumerate(children)
     ]
 
 
@@ -438,6 +448,17 @@ class Supervisor:
             text = line.decode("utf-8", "replace").rstrip("\n")
             sys.stdout.write(f"{prefix} | {text}\n")
             sys.stdout.flush()
+            self._note(child, text)
+
+    def _note(self, child: Child, text: str) -> None:
+        """Record what a child's ready lines say (``component.ready``)."""
+        said = parse_line(text)
+        if said is None or said.component != child.kind:
+            return
+        if isinstance(said, Listening):
+            child.endpoints[said.endpoint] = said
+        elif isinstance(said, Ready):
+            child.ready.set()
 
     # -- lifecycle -----------------------------------------------------------------------
     async def _spawn(self, child: Child) -> asyncio.subprocess.Process:
@@ -460,6 +481,8 @@ class Supervisor:
         loop = asyncio.get_running_loop()
         while not self._stopping.is_set():
             child.exited.clear()
+            child.ready.clear()
+            child.endpoints.clear()
             child.process = await self._spawn(child)
             started = loop.time()
             assert child.process.stdout is not None
@@ -474,6 +497,15 @@ class Supervisor:
                     "cannot help, so the cluster stops — fix the flags above"
                 )
                 self.exit_code = USAGE_ERROR
+                self._stopping.set()
+                return
+            if code == CANNOT_LISTEN:
+                self.say(
+                    f"{child.name} cannot listen on its port (code {code}; its line above says "
+                    "why); restarting it cannot help, so the cluster stops — free the port or "
+                    "choose another (0 picks a free one)"
+                )
+                self.exit_code = CANNOT_LISTEN
                 self._stopping.set()
                 return
             if loop.time() - started > RESTART_RESET_AFTER:
@@ -491,53 +523,42 @@ class Supervisor:
     def _start(self, child: Child) -> None:
         self._tasks.append(asyncio.create_task(self._run_child(child), name=f"up:{child.name}"))
 
-    async def _wait_apiserver(self, session: aiohttp.ClientSession) -> None:
-        """Until the apiserver answers /readyz with 200."""
-        # The apiserver is a fresh process: its socket appears when it is listening, so a
-        # bounded connect-retry is the one wait that cannot be an event.
-        while True:
-            with contextlib.suppress(aiohttp.ClientError, OSError):
-                async with session.get(f"{self.opts.server}/readyz") as r:
-                    if r.status == 200:
-                        return
-            await asyncio.sleep(0.2)
-
     async def _watch_nodes_ready(
-        self, session: aiohttp.ClientSession, *, wanted: set[str], since: datetime
+        self, client: ApiClient, *, wanted: set[str], since: datetime
     ) -> None:
-        """Until every wanted node is Ready with a heartbeat at or after ``since``."""
-        ready: set[str] = set()
-        url = f"{self.opts.server}/api/v1/nodes"
+        """Until every wanted node is Ready with a heartbeat at or after ``since``: list, then
+        watch (``client.watch``); list again when the watch ends or breaks."""
+        nodes = _nodes()
         while True:
-            async with session.get(url) as r:
-                listing = await r.json()
-            for node in listing.get("items", []):
-                if _is_ready(node, since=since):
-                    ready.add(node["metadata"]["name"])
-            if wanted <= ready:
-                return
-            rv = listing.get("metadata", {}).get("resourceVersion", "")
-            params = {"watch": "true", "resourceVersion": rv, "allowWatchBookmarks": "true"}
-            async with session.get(url, params=params) as r:
-                buffer = b""
-                async for chunk in r.content.iter_any():
-                    buffer += chunk
-                    *lines, buffer = buffer.split(b"\n")
-                    for line in lines:
-                        if not line.strip():
+            try:
+                listing = await client.list(nodes)
+                ready = {
+                    str(node["metadata"]["name"])
+                    for node in listing.get("items", [])
+                    if _is_ready(node, since=since)
+                }
+                if wanted <= ready:
+                    return
+                rv = str((listing.get("metadata") or {}).get("resourceVersion") or "")
+                async with client.watch(nodes, resource_version=rv) as stream:
+                    async for event in stream:
+                        if event.type == "BOOKMARK":
                             continue
-                        event = json.loads(line)
-                        if event.get("type") not in ("ADDED", "MODIFIED", "DELETED"):
-                            continue
-                        node = event.get("object") or {}
-                        name = str((node.get("metadata") or {}).get("name") or "")
-                        if event["type"] != "DELETED" and _is_ready(node, since=since):
+                        name = str((event.object.get("metadata") or {}).get("name") or "")
+                        if event.type != "DELETED" and _is_ready(event.object, since=since):
                             ready.add(name)
                         else:
                             ready.discard(name)
                         if wanted <= ready:
                             return
-            # the server ended the watch (timeout, restart): list and watch again
+                # the server ended the watch (its timeout): list and watch again
+            except (ConnectionError, StatusError):
+                # the apiserver is restarting, or our resourceVersion expired: list again
+                await asyncio.sleep(RELIST_PAUSE)
+
+    async def _all_ready(self, children: Sequence[Child]) -> None:
+        """Until every child in ``children`` printed its ready line."""
+        await asyncio.gather(*(child.ready.wait() for child in children))
 
     async def _until_stopped(self, what: asyncio.Task[Any]) -> bool:
         """Wait for ``what`` or a stop request; True when ``what`` finished first."""
@@ -559,42 +580,62 @@ class Supervisor:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.opts.ready_timeout
         since = datetime.now(UTC) - HEARTBEAT_SLACK
-        timeout = aiohttp.ClientTimeout(total=None, sock_connect=2, sock_read=None)
-        async with aiohttp.ClientSession(timeout=timeout) as session:
-            apiserver, *others = self.children
-            self._start(apiserver)
-            waiting = asyncio.create_task(
-                asyncio.wait_for(self._wait_apiserver(session), self.opts.ready_timeout),
-                name="up:wait-apiserver",
+        apiserver, *others = self.children
+        self._start(apiserver)
+        # the apiserver says when it is ready (its watch caches loaded): an event, not a poll
+        waiting = asyncio.create_task(
+            asyncio.wait_for(apiserver.ready.wait(), self.opts.ready_timeout),
+            name="up:wait-apiserver",
+        )
+        try:
+            if not await self._until_stopped(waiting):
+                return
+        except TimeoutError:
+            self.say(
+                f"the apiserver is not ready after {self.opts.ready_timeout:.0f}s; starting "
+                "the other components anyway — read the logs above"
             )
-            try:
-                if not await self._until_stopped(waiting):
-                    return
-            except TimeoutError:
-                self.say(
-                    f"the apiserver is not ready after {self.opts.ready_timeout:.0f}s; starting "
-                    "the other components anyway — read the logs above"
-                )
-            for child in others:
-                self._start(child)
-            wanted = set(node_names(self.opts.nodes))
-            remaining = max(1.0, deadline - loop.time())
-            nodes = asyncio.create_task(
+        self._learn_apiserver_port(apiserver)
+        await asyncio.to_thread(kubeconfig_path.write_text, kubeconfig(self.opts.server))
+        for child in others:
+            self._start(child)
+        wanted = set(node_names(self.opts.nodes))
+        remaining = max(1.0, deadline - loop.time())
+        async with ApiClient(server=self.opts.server) as client:
+            up = asyncio.create_task(
                 asyncio.wait_for(
-                    self._watch_nodes_ready(session, wanted=wanted, since=since), remaining
+                    asyncio.gather(
+                        self._watch_nodes_ready(client, wanted=wanted, since=since),
+                        self._all_ready(self.children),
+                    ),
+                    remaining,
                 ),
-                name="up:wait-nodes",
+                name="up:wait-ready",
             )
             try:
-                if not await self._until_stopped(nodes):
+                if not await self._until_stopped(up):
                     return
-            except (TimeoutError, aiohttp.ClientError, OSError, ValueError) as exc:
+            except (TimeoutError, OSError, ValueError) as exc:
+                late = [c.name for c in self.children if not c.ready.is_set()]
                 self.say(
                     f"the cluster is not ready after {self.opts.ready_timeout:.0f}s "
-                    f"({type(exc).__name__}); still running — read the logs above"
+                    f"({type(exc).__name__}"
+                    + (f"; not ready: {', '.join(late)}" if late else "")
+                    + "); still running — read the logs above"
                 )
                 return
         self._banner(kubeconfig_path)
+
+    def _learn_apiserver_port(self, apiserver: Child) -> None:
+        """With ``--port 0``: from now on, everyone (a restarted apiserver too) uses the port
+        the apiserver bound."""
+        api = apiserver.endpoints.get("api")
+        if self.opts.port != 0 or api is None:
+            return
+        self.opts = replace(self.opts, port=api.port)
+        argv = {child.name: child.argv for child in plan(self.opts)}
+        for child in self.children:
+            child.argv = argv[child.name]
 
     def _on_signal(self, signame: str) -> None:
         if not self._stopping.is_set():
@@ -638,7 +679,6 @@ class Supervisor:
         opts = self.opts
         opts.state_dir.mkdir(parents=True, exist_ok=True)
         kubeconfig_path = opts.state_dir / "kubeconfig"
-        kubeconfig_path.write_text(kubeconfig(opts.server))
 
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -667,6 +707,8 @@ class Supervisor:
         nodes = ", ".join(node_names(opts.nodes)) or "no nodes"
         lines = [
             f"kubelite is up: API at {opts.server} ({nodes} Ready)",
+            "endpoints (the ports each component bound):",
+            *self._endpoint_lines(),
             f"kubeconfig: {kubeconfig_path}",
             "try:",
             f"  export KUBECONFIG={kubeconfig_path}",
@@ -678,8 +720,19 @@ class Supervisor:
         for line in lines:
             self.say(line)
 
+    def _endpoint_lines(self) -> list[str]:
+        width = max(len(c.name) for c in self.children)
+        paths = {"api": "", "health": "/healthz", "server": "/healthz"}
+        lines = []
+        for child in self.children:
+            for endpoint, where in sorted(child.endpoints.items()):
+                lines.append(
+                    f"  {child.name.ljust(width)}  {endpoint.ljust(6)}  {where.url}{paths[endpoint]}"
+                )
+        return lines
 
-def _is_ready(node: dict, *, since: datetime) -> bool:
+
+def _is_ready(node: dict[str, Any], *, since: datetime) -> bool:
     for cond in (node.get("status") or {}).get("conditions") or []:
         if cond.get("type") != "Ready":
             continue
@@ -695,14 +748,7 @@ def _is_ready(node: dict, *, since: datetime) -> bool:
 
 def main(argv: Sequence[str] | None = None) -> int:
     opts = parse_options(sys.argv[1:] if argv is None else argv)
-    runner: Callable[[Coroutine[Any, Any, int]], int]
-    try:
-        import uvloop
-
-        runner = uvloop.run
-    except ImportError:  # pragma: no cover - uvloop is a dependency; asyncio works too
-        runner = asyncio.run
-    return runner(Supervisor(opts).run())
+    return uvloop.run(Supervisor(opts).run())
 
 
 if __name__ == "__main__":

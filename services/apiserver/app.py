@@ -5,10 +5,13 @@ Why: one factory builds the same app for ``kubelite apiserver``, for in-process 
 ``cleanup_ctx`` generators, so they start in order and stop in reverse for free:
 
 1. the store (opened by ``make_app``, closed last);
-2. the system namespaces (``bootstrap``);
-3. one watch cache per resource, each fed by a named task; startup waits until all are loaded;
-4. the store compactor (``store.keep_window``), keeping ``compaction_window`` revisions;
-5. the Event sweeper (``eventttl``).
+2. the system namespaces and the default storage class (``bootstrap``);
+3. the background tasks, one supervised group (``app[BACKGROUND]``, ``component.tasks``): one
+   watch cache per resource (startup waits until all are loaded), then the store compactor
+   (``store.keep_window``, keeping ``compaction_window`` revisions) and the Event sweeper
+   (``eventttl``). They run until shutdown; the first to end is logged loudly and ends the
+   others, and ``kubelite apiserver`` then stops (exit 1: its supervisor restarts it). A store
+   that fails for good is reported to ``app[STORE_HEALTH]`` instead, with one line.
 
 Terminating namespaces are emptied by the controller-manager's namespace controller, as in
 Kubernetes: without one, a deleted namespace stays Terminating.
@@ -22,7 +25,6 @@ Limits: plain HTTP only (TLS and authentication arrive with the secure port in a
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import AsyncIterator, Coroutine
 from pathlib import Path
@@ -31,7 +33,9 @@ from typing import Any
 from aiohttp import web
 
 from api.registry import REGISTRY, Registry
-from services.apiserver.bootstrap import ensure_namespaces
+from component.errors import Fatal
+from component.tasks import TaskGroup
+from services.apiserver.bootstrap import ensure_default_storage_class, ensure_namespaces
 from services.apiserver.codec import MAX_BODY_BYTES
 from services.apiserver.context import CONTEXT, ApiContext, ServerOptions
 from services.apiserver.discovery import setup_discovery
@@ -46,9 +50,12 @@ from services.apiserver.watchcache import WatchCache
 from store import keep_window, open_store
 from store.base import Store, StoreFailed
 
-__all__ = ["make_app", "open_configured_store"]
+__all__ = ["BACKGROUND", "make_app", "open_configured_store"]
 
 log = logging.getLogger(__name__)
+
+BACKGROUND: web.AppKey[TaskGroup] = web.AppKey("background_tasks", TaskGroup)
+"""The app's background tasks (watch caches, compactor, Event sweeper), once started."""
 
 
 def open_configured_store(options: ServerOptions) -> Store:
@@ -108,9 +115,7 @@ def make_app(
     app.cleanup_ctx.append(log_malformed_requests)
     app.cleanup_ctx.append(_store_lifetime)
     app.cleanup_ctx.append(_bootstrap)
-    app.cleanup_ctx.append(_watch_caches)
-    app.cleanup_ctx.append(_compactor)
-    app.cleanup_ctx.append(_event_sweeper)
+    app.cleanup_ctx.append(_background)
     app.on_shutdown.append(_end_watches)
     setup_health(app)
     setup_discovery(app, registry)
@@ -126,91 +131,69 @@ async def _store_lifetime(app: web.Application) -> AsyncIterator[None]:
 
 async def _bootstrap(app: web.Application) -> AsyncIterator[None]:
     await ensure_namespaces(app[CONTEXT])
+    await ensure_default_storage_class(app[CONTEXT])
     yield
 
 
-def _guarded(
-    coro: Coroutine[Any, Any, Any], *, name: str, health: StoreHealth
-) -> asyncio.Task[Any]:
-    """A named task whose unexpected end is logged loudly (it was meant to run forever).
+async def _reporting(coro: Coroutine[Any, Any, Any], *, health: StoreHealth) -> None:
+    """``coro``, with a permanent store failure reported to ``health`` (which stops the
+    server) and raised as the one-line ``Fatal`` it is, instead of a crash with a traceback."""
+    try:
+        await coro
+    except StoreFailed as failure:
+        health.report(failure)
+        raise Fatal(f"the store has failed: {failure}") from failure
 
-    One that ends because the store failed for good reports that to ``health`` instead.
+
+async def _background(app: web.Application) -> AsyncIterator[None]:
+    """Every background task of the app, in one supervised group (``app[BACKGROUND]``).
+
+    The watch caches start first and startup waits until all have loaded; then the store
+    compactor and the Event sweeper. These tasks run until shutdown: the first to end is logged
+    loudly and the others are cancelled (``component.tasks``); the serving process waits on
+    ``first_ended()`` and stops.
     """
-
-    def done(task: asyncio.Task[Any]) -> None:
-        if task.cancelled():
-            return
-        exc = task.exception()
-        if isinstance(exc, StoreFailed):
-            health.report(exc)
-        elif exc is not None:
-            log.error("background task %s died: %r", name, exc, exc_info=exc)
-        else:
-            log.error("background task %s returned; it was meant to run until shutdown", name)
-
-    task = asyncio.create_task(coro, name=name)
-    task.add_done_callback(done)
-    return task
-
-
-async def _cancel(tasks: list[asyncio.Task[Any]]) -> None:
-    for task in tasks:
-        task.cancel()
-    for task in tasks:
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await task
-
-
-async def _watch_caches(app: web.Application) -> AsyncIterator[None]:
     ctx = app[CONTEXT]
     health = app[STORE_HEALTH]
-    tasks = [
-        _guarded(cache.run(), name=f"watch-cache-{cache.rt.plural}", health=health)
-        for cache in ctx.caches.values()
-    ]
-    all_ready = asyncio.ensure_future(
+    options = ctx.options
+    group = TaskGroup("apiserver", logger=log)
+    app[BACKGROUND] = group
+    for cache in ctx.caches.values():
+        group.start(f"watch-cache-{cache.rt.plural}", _reporting(cache.run(), health=health))
+    all_ready: asyncio.Future[Any] = asyncio.ensure_future(
         asyncio.gather(*(cache.ready.wait() for cache in ctx.caches.values()))
     )
-    done, _ = await asyncio.wait([all_ready, *tasks], return_when=asyncio.FIRST_COMPLETED)
-    if all_ready not in done:
+    ended: asyncio.Future[Any] = asyncio.ensure_future(group.first_ended())
+    try:
+        await asyncio.wait([all_ready, ended], return_when=asyncio.FIRST_COMPLETED)
+    finally:
         all_ready.cancel()
-        await _cancel(tasks)
+        ended.cancel()
+    if not all_ready.done() or all_ready.cancelled():
+        await group.cancel()
         if health.failure is not None:
             raise health.failure
         raise RuntimeError("a watch cache stopped before it had loaded; see the log above")
+    group.start(
+        "store-compactor",
+        _reporting(
+            keep_window(
+                ctx.store, revisions=options.compaction_window, interval=options.compaction_interval
+            ),
+            health=health,
+        ),
+    )
+    ttl = options.event_ttl
+    group.start(
+        "event-ttl-sweeper",
+        _reporting(sweep_events(ctx, ttl=ttl, interval=min(60.0, ttl / 2)), health=health),
+    )
     yield
     for cache in ctx.caches.values():
         cache.stop()
-    await _cancel(tasks)
+    await group.cancel()
 
 
 async def _end_watches(app: web.Application) -> None:
     for cache in app[CONTEXT].caches.values():
         cache.stop()
-
-
-async def _compactor(app: web.Application) -> AsyncIterator[None]:
-    options = app[CONTEXT].options
-    task = _guarded(
-        keep_window(
-            app[CONTEXT].store,
-            revisions=options.compaction_window,
-            interval=options.compaction_interval,
-        ),
-        name="store-compactor",
-        health=app[STORE_HEALTH],
-    )
-    yield
-    await _cancel([task])
-
-
-async def _event_sweeper(app: web.Application) -> AsyncIterator[None]:
-    ctx = app[CONTEXT]
-    ttl = ctx.options.event_ttl
-    task = _guarded(
-        sweep_events(ctx, ttl=ttl, interval=min(60.0, ttl / 2)),
-        name="event-ttl-sweeper",
-        health=app[STORE_HEALTH],
-    )
-    yield
-    await _cancel([task])

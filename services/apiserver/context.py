@@ -30,7 +30,8 @@ class ServerOptions:
     state_dir: Path = Path(".kubelite")
     bind_address: str = "127.0.0.1"
     port: int = 8080
-    secure_port: int = 0
+    secure_port: int = -1
+    """The HTTPS port; -1 = off (the only value accepted until TLS lands)."""
     event_ttl: float = 3600.0
     """Seconds an Event lives after its last write (``--event-ttl``, Kubernetes' default 1h)."""
     compaction_window: int = 10_000

@@ -2,7 +2,8 @@
 
 ``/livez`` and ``/healthz`` answer ``ok`` while the process serves HTTP. ``/readyz`` answers
 ``ok`` once every watch cache has loaded (lists with ``resourceVersion=0`` and watches can be
-served) and 503 before that or while shutting down. ``?verbose`` lists the checks.
+served) and 503 before that or while shutting down. ``?verbose`` lists the checks. The bodies
+are kube-apiserver's multi-check format (``component.health.checks_response``).
 
 Limits: no per-check paths (``/readyz/etcd``); the store is not probed on each request.
 """
@@ -11,31 +12,25 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from component.health import checks_response
 from services.apiserver.context import CONTEXT
 
 __all__ = ["setup_health"]
 
 
-def _text(body: str, *, status: int = 200) -> web.Response:
-    return web.Response(text=body, status=status, content_type="text/plain")
-
-
 async def _live(request: web.Request) -> web.Response:
-    if "verbose" in request.query:
-        return _text("[+]ping ok\nlivez check passed\n")
-    return _text("ok")
+    return checks_response("livez", [("ping", None)], verbose="verbose" in request.query)
 
 
 async def _ready(request: web.Request) -> web.Response:
     ctx = request.app[CONTEXT]
     pending = sorted(cache.rt.plural for cache in ctx.caches.values() if not cache.ready.is_set())
-    lines = ["[+]ping ok"]
-    lines += [f"[-]watch-cache-{plural} failed: not loaded yet" for plural in pending]
+    checks: list[tuple[str, str | None]] = [("ping", None)]
     if pending:
-        return _text("\n".join(lines) + "\nreadyz check failed\n", status=503)
-    if "verbose" in request.query:
-        return _text("\n".join([*lines, "[+]watch-caches ok"]) + "\nreadyz check passed\n")
-    return _text("ok")
+        checks += [(f"watch-cache-{plural}", "not loaded yet") for plural in pending]
+    else:
+        checks.append(("watch-caches", None))
+    return checks_response("readyz", checks, verbose="verbose" in request.query, failure_status=503)
 
 
 def setup_health(app: web.Application) -> None:

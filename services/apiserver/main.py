@@ -1,66 +1,32 @@
-"""``kubelite apiserver`` / ``python -m services.apiserver``: flags, event loop, serving.
+"""``kubelite apiserver`` / ``python -m services.apiserver``: flags -> options -> the runtime.
 
-Parses the flags into ``ServerOptions``, builds the app (``app.make_app``), serves it on uvloop
-with an ``AppRunner`` + ``TCPSite`` until SIGINT/SIGTERM, then shuts down in order (watches end
-first, then the background tasks, then the store).
-
-With ``--insecure-port 0`` the OS picks a free port; the line
-``apiserver listening on http://ADDRESS:PORT`` on stderr names it (tests and ``kubelite up``
-read it).
+Parses the flags into ``ServerOptions`` and hands ``service.ApiServer`` to the component
+runtime (``component.run``: uvloop, signals, exit codes). With ``--insecure-port 0`` the OS
+picks a free port; the line ``kubelite: apiserver api listening on http://ADDRESS:PORT`` on
+stderr names it (``component.ready``), then ``kubelite: apiserver ready``.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import logging
-import re
-import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-import uvloop
-from aiohttp import web
-
-from services.apiserver.app import make_app
-from services.apiserver.connections import (
-    HEADER_TIMEOUT,
-    CappedTCPSite,
-    ConnectionCap,
-    default_max_connections,
+import component
+from component.flags import (
+    add_log_flags,
+    duration,
+    format_duration,
+    log_flags,
+    port,
+    port_or_off,
 )
+from services.apiserver.connections import HEADER_TIMEOUT, default_max_connections
 from services.apiserver.context import ServerOptions
-from services.apiserver.storehealth import STORE_HEALTH
-from store.base import StoreFailed
+from services.apiserver.service import ApiServer
 
-__all__ = ["main", "parse_args", "serve"]
-
-log = logging.getLogger("kubelite.apiserver")
-
-READY_LINE = "apiserver listening on http://{host}:{port}"
-
-_DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s)?$")
-
-
-def parse_duration(text: str) -> float:
-    """Seconds in a Go-style duration (``1h``, ``30m``, ``1h30m``, ``90s``) or a plain number."""
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    match = _DURATION.match(text.strip())
-    if not match or not any(match.groups()):
-        raise argparse.ArgumentTypeError(f"invalid duration {text!r} (use e.g. 1h, 30m, 90s)")
-    hours, minutes, seconds = (float(g) if g else 0.0 for g in match.groups())
-    return hours * 3600 + minutes * 60 + seconds
-
-
-def _port(text: str) -> int:
-    value = int(text)
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"port {value} is out of range 0-65535")
-    return value
+__all__ = ["build_parser", "main", "parse_args"]
 
 
 def _count(text: str) -> int:
@@ -93,25 +59,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--insecure-bind-address",
         default="127.0.0.1",
+        metavar="ADDRESS",
         help="address of the plain-HTTP port, no authentication (default: 127.0.0.1)",
     )
     p.add_argument(
         "--insecure-port",
-        type=_port,
+        type=port,
         default=8080,
-        help="plain-HTTP port; 0 picks a free one (default: 8080)",
+        metavar="PORT",
+        help="plain-HTTP port; 0 picks any free port (printed on the ready line) (default: 8080)",
     )
     p.add_argument(
         "--secure-port",
-        type=_port,
-        default=0,
-        help="HTTPS port with authentication; 0 turns it off. TLS and authentication arrive in "
-        "a later release, so only 0 is accepted for now (default: 0)",
+        type=port_or_off,
+        default=-1,
+        metavar="PORT",
+        help="HTTPS port with authentication; -1 turns it off. TLS and authentication arrive "
+        "in a later release, so only -1 is accepted for now (default: -1)",
     )
     p.add_argument(
         "--event-ttl",
-        type=parse_duration,
+        type=duration,
         default=3600.0,
+        metavar="DURATION",
         help="how long Events are kept after their last update (default: 1h)",
     )
     p.add_argument(
@@ -122,8 +92,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--compaction-interval",
-        type=parse_duration,
+        type=duration,
         default=300.0,
+        metavar="DURATION",
         help="time between store compactions (default: 5m)",
     )
     p.add_argument(
@@ -148,10 +119,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--request-header-timeout",
-        type=parse_duration,
+        type=duration,
         default=HEADER_TIMEOUT,
+        metavar="DURATION",
         help="time a connection gets to send a whole request head, and to stay idle between "
-        "requests, before it is closed (default: 32s, kube-apiserver's)",
+        f"requests, before it is closed (default: {format_duration(HEADER_TIMEOUT)}, "
+        "kube-apiserver's)",
     )
     p.add_argument(
         "--max-open-connections",
@@ -161,12 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
         "0 = no limit (default: sized from the open-files limit, "
         f"now {default_max_connections()})",
     )
-    p.add_argument(
-        "--log-level",
-        default="INFO",
-        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
-        help="log level (default: INFO)",
-    )
+    add_log_flags(p)
     p.add_argument("--access-log", action="store_true", help="log every request")
     return p
 
@@ -174,8 +142,8 @@ def build_parser() -> argparse.ArgumentParser:
 def parse_args(argv: Sequence[str]) -> tuple[ServerOptions, argparse.Namespace]:
     parser = build_parser()
     args = parser.parse_args(list(argv))
-    if args.secure_port != 0:
-        parser.error("--secure-port: TLS and authentication are not available yet; use 0")
+    if args.secure_port != -1:
+        parser.error("--secure-port: TLS and authentication are not available yet; use -1")
     store_url = args.store or f"sqlite://{(args.state_dir / 'kubelite.db').resolve()}"
     try:
         options = ServerOptions(
@@ -198,67 +166,9 @@ def parse_args(argv: Sequence[str]) -> tuple[ServerOptions, argparse.Namespace]:
     return options, args
 
 
-async def serve(options: ServerOptions, *, access_log: bool = False) -> None:
-    """Serve until SIGINT/SIGTERM, then shut down in order.
-
-    Raises ``StoreFailed`` when the store cannot be used, at start-up or later (the server is
-    shut down first).
-    """
-    app = make_app(options)
-    runner = web.AppRunner(
-        app,
-        handler_cancellation=True,
-        shutdown_timeout=5.0,
-        access_log=logging.getLogger("aiohttp.access") if access_log else None,
-        keepalive_timeout=options.request_header_timeout,  # see connections.HEADER_TIMEOUT
-    )
-    limit = options.max_open_connections
-    cap = ConnectionCap(limit=default_max_connections() if limit is None else limit)
-    await runner.setup()
-    try:
-        site = CappedTCPSite(runner, options.bind_address, options.port, cap=cap)
-        await site.start()
-        port = runner.addresses[0][1] if runner.addresses else options.port
-        print(READY_LINE.format(host=options.bind_address, port=port), file=sys.stderr, flush=True)
-        log.info("store %s; state dir %s", options.store_url, options.state_dir)
-        log.info(
-            "limits: %s read-only and %s mutating requests in flight, %s open connections "
-            "(0 = none), %.0f s for a request head",
-            options.max_requests_inflight,
-            options.max_mutating_requests_inflight,
-            cap.limit,
-            options.request_header_timeout,
-        )
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        signalled = asyncio.ensure_future(stop.wait())
-        store_failed = asyncio.ensure_future(app[STORE_HEALTH].wait())
-        await asyncio.wait([signalled, store_failed], return_when=asyncio.FIRST_COMPLETED)
-        signalled.cancel()
-        store_failed.cancel()
-        log.info("shutting down: ending watches, stopping background tasks, closing the store")
-    finally:
-        await runner.cleanup()
-    failure = app[STORE_HEALTH].failure
-    if failure is not None:
-        raise failure
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     options, args = parse_args(sys.argv[1:] if argv is None else argv)
-    logging.basicConfig(
-        level=args.log_level,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
+    component.setup_logging(log_flags(args).level)
+    return component.run(
+        lambda: ApiServer(options, access_log=args.access_log), component="apiserver"
     )
-    try:
-        uvloop.run(serve(options, access_log=args.access_log))
-    except StoreFailed as exc:
-        print(f"kubelite apiserver: store {options.store_url}: {exc}", file=sys.stderr)
-        return 1
-    except OSError as exc:
-        print(f"kubelite apiserver: {exc}", file=sys.stderr)
-        return 1
-    return 0

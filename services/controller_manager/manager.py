@@ -7,16 +7,16 @@ so killing the leader hands over within a lease duration (15 s by default).
 
 What it owns:
 
-* ``/healthz`` (and ``/healthz/leaderElection``) on ``healthz_bind_address:healthz_port``
-  (127.0.0.1:10257; port 0 disables it; a port already in use is skipped with a warning):
-  ``ok`` unless this replica leads and has not renewed its lease for ``lease_duration`` + 20 s
-  (Kubernetes' leader-election health check);
+* ``healthy()``: the leader-election health check its process serves as ``/healthz`` (and
+  ``/healthz/leaderElection``; see ``service``): ``ok`` unless this replica leads and has not
+  renewed its lease for ``lease_duration`` + 20 s (Kubernetes' check);
 * while leading: the ``SharedInformers``, one ``EventRecorder`` per controller (so
   ``kubectl describe`` names the controller as the event source), and each enabled controller
-  as a named task;
+  as a named task, all in one supervised task group (``component.tasks``): a controller that
+  ends stops them all;
 * losing the lease stops every controller and makes ``run()`` raise ``LeadershipLost`` (the
-  process exits non-zero and its supervisor restarts it, as Kubernetes does); cancelling
-  ``run()`` stops everything and releases the lease.
+  process exits 1 with one line and its supervisor restarts it, as Kubernetes does);
+  cancelling ``run()`` stops everything and releases the lease.
 
 ``controllers`` follows ``--controllers``: ``*`` is every controller, ``name`` enables one,
 ``-name`` disables one (``*,-nodelifecycle``).
@@ -35,11 +35,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from aiohttp import web
-
 from client.events import EventRecorder
 from client.leader_election import LeaderElectionConfig, LeaderElector
 from client.rest import ApiClient
+from component.errors import Fatal
+from component.tasks import TaskGroup
 from services.controller_manager.informers import SharedInformers
 
 __all__ = [
@@ -63,8 +63,8 @@ class RunnableController(Protocol):
     async def run(self) -> None: ...
 
 
-class LeadershipLost(RuntimeError):
-    """The lease could not be renewed; this process must stop acting (and exit)."""
+class LeadershipLost(Fatal):
+    """The lease could not be renewed; this process must stop acting (and exit 1)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,8 +77,6 @@ class ManagerOptions:
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
     retry_period: float = 2.0
-    healthz_bind_address: str = "127.0.0.1"
-    healthz_port: int = 10257
     concurrent_rc_syncs: int = 5
     concurrent_replicaset_syncs: int = 5
     concurrent_deployment_syncs: int = 5
@@ -193,6 +191,12 @@ def _namespace(ctx: _Context) -> RunnableController:
     )
 
 
+def _serviceaccount(ctx: _Context) -> RunnableController:
+    from services.controller_manager.serviceaccounts import ServiceAccountsController
+
+    return ServiceAccountsController(client=ctx.client, informers=ctx.informers)
+
+
 CONTROLLERS: dict[str, Factory] = {
     "replicationcontroller": _replicationcontroller,
     "replicaset": _replicaset,
@@ -201,6 +205,7 @@ CONTROLLERS: dict[str, Factory] = {
     "taint-eviction-controller": _taint_eviction,
     "garbagecollector": _garbagecollector,
     "namespace": _namespace,
+    "serviceaccount": _serviceaccount,
 }
 """Every controller this process can run, by its ``--controllers`` name."""
 
@@ -222,40 +227,37 @@ class ControllerManager:
         self.leading = asyncio.Event()
         self.controllers: dict[str, RunnableController] = {}
         self.informers: SharedInformers | None = None
-        self._runner: web.AppRunner | None = None
-        self.healthz_port: int | None = None
 
     # -- running --------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """Serve /healthz, campaign, run the controllers while leading; until cancelled."""
+        """Campaign, run the controllers while leading; until cancelled."""
         opts = self.options
-        await self._start_healthz()
-        try:
-            if not opts.leader_elect:
-                log.info("leader election disabled; starting controllers now")
-                await self._lead()
-                return
-            self.elector = LeaderElector(
-                self.client,
-                LeaderElectionConfig(
-                    lease_name=opts.lease_name,
-                    identity=opts.identity,
-                    namespace=opts.lease_namespace,
-                    lease_duration=opts.lease_duration,
-                    renew_deadline=opts.renew_deadline,
-                    retry_period=opts.retry_period,
-                ),
-                on_started_leading=self._lead,
-            )
-            log.info(
-                "campaigning for lease %s/%s as %s; controllers start once elected",
-                opts.lease_namespace, opts.lease_name, opts.identity,
-            )  # fmt: skip
-            await self.elector.run()
-            raise LeadershipLost(f"lost lease {opts.lease_namespace}/{opts.lease_name}")
-        finally:
-            await self._stop_healthz()
+        if not opts.leader_elect:
+            log.info("leader election disabled; starting controllers now")
+            await self._lead()
+            return
+        self.elector = LeaderElector(
+            self.client,
+            LeaderElectionConfig(
+                lease_name=opts.lease_name,
+                identity=opts.identity,
+                namespace=opts.lease_namespace,
+                lease_duration=opts.lease_duration,
+                renew_deadline=opts.renew_deadline,
+                retry_period=opts.retry_period,
+            ),
+            on_started_leading=self._lead,
+        )
+        log.info(
+            "campaigning for lease %s/%s as %s; controllers start once elected",
+            opts.lease_namespace, opts.lease_name, opts.identity,
+        )  # fmt: skip
+        await self.elector.run()
+        raise LeadershipLost(
+            f"lost lease {opts.lease_namespace}/{opts.lease_name}; exiting so a supervisor "
+            "restarts this process"
+        )
 
     async def _lead(self) -> None:
         """Build the informers and controllers, run them until cancelled (or one dies)."""
@@ -265,29 +267,20 @@ class ControllerManager:
         names = enabled_controllers(opts.controllers)
         controllers = {name: CONTROLLERS[name](ctx) for name in names}
         self.informers, self.controllers = informers, controllers
-        tasks: list[asyncio.Task[None]] = []
+        # controllers run forever: the first to end is logged loudly and stops them all
+        tasks = TaskGroup("controller-manager", logger=log)
         try:
             informers.start()
-            tasks += [rec.start() for rec in ctx.recorders]
-            tasks += [
-                asyncio.create_task(c.run(), name=f"controller {name}")
-                for name, c in controllers.items()
-            ]
+            for rec in ctx.recorders:
+                tasks.adopt(rec.start())
+            for name, controller in controllers.items():
+                tasks.start(f"controller {name}", controller.run())
             log.info("leading: started controllers %s", ", ".join(names) or "(none)")
             self.leading.set()
-            if not tasks:
-                await asyncio.Event().wait()
-            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-            for task in done:  # controllers run forever: an ending is a bug worth shouting
-                exc = task.exception()
-                log.error("%s ended unexpectedly; stopping all controllers", task.get_name(),
-                          exc_info=exc)  # fmt: skip
-            raise RuntimeError("a controller stopped")
+            await tasks.wait()
         finally:
             self.leading.clear()
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await tasks.cancel()
             await informers.stop()
             log.info("controllers stopped")
 
@@ -302,37 +295,3 @@ class ControllerManager:
         if age > limit:
             return False, f"leaderElection: lease not renewed for {age:.0f}s (limit {limit:.0f}s)"
         return True, "ok"
-
-    async def _healthz(self, request: web.Request) -> web.Response:
-        ok, text = self.healthy()
-        return web.Response(text=text, status=200 if ok else 500)
-
-    async def _start_healthz(self) -> None:
-        opts = self.options
-        if opts.healthz_port == 0:
-            return
-        app = web.Application()
-        app.router.add_get("/healthz", self._healthz)
-        app.router.add_get("/healthz/leaderElection", self._healthz)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, opts.healthz_bind_address, opts.healthz_port)
-        try:
-            await site.start()
-        except OSError as exc:
-            # another process holds the port (a second local cluster, a test run): the
-            # controllers matter more than the probe endpoint, so go on without it
-            await runner.cleanup()
-            log.warning(
-                "cannot serve /healthz on %s:%d (%s); continuing without it",
-                opts.healthz_bind_address, opts.healthz_port, exc.strerror or exc,
-            )  # fmt: skip
-            return
-        self._runner = runner
-        self.healthz_port = opts.healthz_port
-        log.info("serving /healthz on http://%s:%d", opts.healthz_bind_address, opts.healthz_port)
-
-    async def _stop_healthz(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None

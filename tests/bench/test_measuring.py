@@ -5,6 +5,7 @@ No timing is asserted — only counts, labels and command lines."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import ipaddress
@@ -23,6 +24,7 @@ from bench import api, ceilings, e2e, scheduler
 from bench.cluster import kubelet_argv
 from bench.harness import Context, Report, figure, render
 from bench.suite import _watch_figure
+from services.kubelet.main import build_parser as build_kubelet_parser
 
 
 def _line(kind: str, name: str) -> bytes:
@@ -221,19 +223,21 @@ async def test_process_startup_runs_busybox_sleep_on_a_process_node(
 
 
 def test_process_kubelets_get_a_loopback_pod_range_and_stop_their_pods(tmp_path: Path) -> None:
-    argv = kubelet_argv(server="http://127.0.0.1:1", runtime="process", index=3, nodes=1,
-                        workdir=tmp_path, max_pods=210)  # fmt: skip
-    assert argv[argv.index("--runtime") + 1] == "process"
-    assert "--stop-pods-on-exit" in argv and "--nodes" not in argv
-    cidr = ipaddress.ip_network(argv[argv.index("--pod-cidr") + 1])
+    def parse(argv: list[str]) -> argparse.Namespace:
+        assert argv[1:3] == ["-m", "services.kubelet"], argv
+        return build_kubelet_parser().parse_args(argv[3:])
+
+    proc = parse(kubelet_argv(server="http://127.0.0.1:1", runtime="process", index=3, nodes=1,
+                              workdir=tmp_path, max_pods=210))  # fmt: skip
+    assert proc.runtime == "process" and proc.stop_pods_on_exit and proc.nodes == 1
+    cidr = ipaddress.ip_network(proc.pod_cidr)
     assert cidr.subnet_of(ipaddress.ip_network("127.0.0.0/8"))
-    assert argv[argv.index("--state-dir") + 1] == str(tmp_path / "kubelet-3")
+    assert proc.state_dir == tmp_path / "kubelet-3"
     with pytest.raises(ValueError):
         kubelet_argv(server="x", runtime="process", index=0, nodes=2, workdir=tmp_path, max_pods=1)
-    sim = kubelet_argv(server="http://127.0.0.1:1", runtime="sim", index=0, nodes=100,
-                       workdir=tmp_path, max_pods=110)  # fmt: skip
-    assert sim[sim.index("--runtime") + 1] == "sim" and sim[sim.index("--nodes") + 1] == "100"
-    assert sim[sim.index("--sim-start-delay") + 1] == "0.0"
+    sim = parse(kubelet_argv(server="http://127.0.0.1:1", runtime="sim", index=0, nodes=100,
+                             workdir=tmp_path, max_pods=110))  # fmt: skip
+    assert (sim.runtime, sim.nodes, sim.sim_start_delay) == ("sim", 100, 0.0)
 
 
 def test_the_table_header_names_the_store() -> None:

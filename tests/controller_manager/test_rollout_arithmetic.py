@@ -4,15 +4,14 @@ toleration matching, flag parsing."""
 
 from __future__ import annotations
 
-import argparse
 import re
 from typing import Any
 
 import pytest
 
 from api.taints import matching_tolerations, tolerates_taint
+from component.flags import parse_duration
 from services.controller_manager import rollout as ro
-from services.controller_manager.main import parse_duration
 from services.controller_manager.manager import ManagerOptions, enabled_controllers
 from services.controller_manager.pod_state import is_active, is_available, rank_for_deletion
 from services.controller_manager.replication import (
@@ -237,7 +236,7 @@ def test_min_toleration_seconds() -> None:
 def test_controllers_flag_and_durations() -> None:
     assert enabled_controllers(["*", "-nodelifecycle"]) == [
         "replicationcontroller", "replicaset", "deployment", "taint-eviction-controller",
-        "garbagecollector", "namespace",
+        "garbagecollector", "namespace", "serviceaccount",
     ]  # fmt: skip
     assert enabled_controllers(["replicaset"]) == ["replicaset"]
     with pytest.raises(ValueError, match="unknown controller"):
@@ -246,5 +245,5 @@ def test_controllers_flag_and_durations() -> None:
     assert parse_duration("1m30s") == 90
     assert parse_duration("500ms") == 0.5
     assert parse_duration("2.5") == 2.5
-    with pytest.raises(argparse.ArgumentTypeError):
+    with pytest.raises(ValueError, match="invalid duration"):
         parse_duration("soon")

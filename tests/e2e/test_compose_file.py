@@ -1,8 +1,10 @@
 """docker-compose.yml checked statically (test_compose_stack.py runs it for real, under Podman).
 
-Two independent checks: docker-compose itself validates the file against the compose schema
-(offline), and every service's command is a real ``kubelite`` sub-command whose flags parse
-with that component's own argument parser, with ports and URLs agreeing across services.
+Three independent checks: docker-compose itself validates the file against the compose
+schema (offline); every service's command is exactly what the one argv source
+(``kubelite.commands``) produces for the compose settings; and it is a real ``kubelite``
+sub-command whose flags parse with that component's own argument parser, with ports and URLs
+agreeing across services.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from urllib.parse import urlparse
 import pytest
 import yaml
 
+from kubelite import commands
 from kubelite.cli import COMMANDS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,6 +56,38 @@ def test_every_service_runs_a_kubelite_command_whose_flags_parse(compose: dict) 
         _parse(service["command"])
 
 
+def test_every_command_is_what_the_argv_source_builds(compose: dict) -> None:
+    """The compose settings, through ``kubelite.commands``, give the file's command lists."""
+    server = "http://apiserver:8080"
+    expected = {
+        "apiserver": commands.apiserver(
+            store="sqlite:///var/lib/kubelite/kubelite.db",
+            state_dir="/var/lib/kubelite",
+            bind_address="0.0.0.0",
+            port=8080,
+        ),
+        "controller-manager": commands.controller_manager(server=server, healthz_port=10257),
+        "scheduler": commands.scheduler(server=server, healthz_port=10259),
+        **{
+            node: commands.kubelet(
+                server=server,
+                node_name=node,
+                node_ip=node,
+                runtime="process",
+                state_dir="/var/lib/kubelet",
+                address="0.0.0.0",
+                port=10250,
+                healthz_port=10248,
+            )
+            for node in ("node1", "node2")
+        },
+    }
+    services = compose["services"]
+    assert set(services) == set(expected)
+    for name, command in expected.items():
+        assert services[name]["command"] == command.kubelite(), name
+
+
 def test_ports_and_urls_agree(compose: dict) -> None:
     services = compose["services"]
     api = _parse(services["apiserver"]["command"])
@@ -61,7 +96,8 @@ def test_ports_and_urls_agree(compose: dict) -> None:
     assert str(api.insecure_port) in published
     for name in ("controller-manager", "scheduler", "node1", "node2"):
         args = _parse(services[name]["command"])
-        url = urlparse(args.server)
+        [server] = args.server
+        url = urlparse(server)
         assert (url.hostname, url.port) == ("apiserver", api.insecure_port), name
         assert services[name]["depends_on"]["apiserver"]["condition"] == "service_healthy"
     for node in ("node1", "node2"):
@@ -86,7 +122,7 @@ def test_health_checks_probe_what_each_component_serves(compose: dict) -> None:
         f"http://127.0.0.1:{cm.healthz_port}/healthz"
     )
     sched = _parse(services["scheduler"]["command"])
-    assert _health_url(services["scheduler"]) == f"http://127.0.0.1:{sched.port}/healthz"
+    assert _health_url(services["scheduler"]) == f"http://127.0.0.1:{sched.healthz_port}/healthz"
     for node in ("node1", "node2"):
         kubelet = _parse(services[node]["command"])
         assert _health_url(services[node]) == f"http://127.0.0.1:{kubelet.healthz_port}/healthz"
@@ -102,7 +138,7 @@ def test_health_checks_probe_what_each_component_serves(compose: dict) -> None:
 def test_the_image_runs_the_kubelite_command() -> None:
     dockerfile = (ROOT / "Dockerfile").read_text()
     assert 'ENTRYPOINT ["kubelite"]' in dockerfile
-    for package in ("api", "store", "client", "services", "kubelite"):
+    for package in ("api", "store", "client", "component", "services", "kubelite"):
         assert f"COPY {package} ./{package}" in dockerfile, package
     assert "curl" in dockerfile  # the health checks run curl inside the container
 

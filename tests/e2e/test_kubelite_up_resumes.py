@@ -181,7 +181,7 @@ async def test_ctrl_c_then_up_again_resumes_objects_and_running_pods(tmp_path: P
         # a component that dies is restarted, and up says so
         os.kill(child_pid("services.scheduler", marker), signal.SIGKILL)
         await first.wait_line(r"^up +\| scheduler exited with code -9; restarting in ")
-        await first.wait_line(r"^scheduler +\| scheduler serving on ", count=2)
+        await first.wait_line(r"^scheduler +\| kubelite: scheduler health listening on ", count=2)
 
         assert await first.interrupt() == 0
         assert first.lines[-1].endswith("| stopped")

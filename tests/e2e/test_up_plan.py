@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from kubelite import up
+from kubelite import commands, up
 from kubelite.cli import COMMANDS
 
 MODULE_OF = {
@@ -49,7 +49,7 @@ def test_every_planned_command_line_parses(tmp_path: Path, level: str) -> None:
     api = _parse(children[0].argv)
     assert api.insecure_port == 8080 and api.store == f"sqlite://{tmp_path / 'kubelite.db'}"
     assert _parse(children[1].argv).healthz_port == 10257
-    assert _parse(children[2].argv).port == 10259
+    assert _parse(children[2].argv).healthz_port == 10259
     kubelets = [_parse(c.argv) for c in children[3:]]
     assert [k.node_name for k in kubelets] == ["node1", "node2", "node3"]
     assert [k.port for k in kubelets] == [10250, 10251, 10252]
@@ -59,7 +59,58 @@ def test_every_planned_command_line_parses(tmp_path: Path, level: str) -> None:
     assert {str(k.state_dir) for k in kubelets} == {
         str(tmp_path / "kubelets" / n) for n in ("node1", "node2", "node3")
     }
-    assert all(k.stop_pods_on_exit and k.server == "http://127.0.0.1:8080" for k in kubelets)
+    assert all(k.stop_pods_on_exit and k.server == ["http://127.0.0.1:8080"] for k in kubelets)
+    # several kubelets on one host: each serves /healthz on its own --port, not on 10248
+    assert all(k.healthz_port == -1 for k in kubelets)
+
+
+def test_the_plan_is_the_argv_source(tmp_path: Path) -> None:
+    """``up`` builds no command line by hand: each is ``kubelite.commands``' for its child."""
+    opts = up.parse_options(["--state-dir", str(tmp_path), "--nodes", "1", "-v", "4"])
+    api, cm, sched, node1 = up.plan(opts)
+    server = "http://127.0.0.1:8080"
+    assert api.argv == commands.apiserver(
+        store=opts.store, state_dir=opts.state_dir, bind_address="127.0.0.1", port=8080,
+        log_level="INFO", verbosity=4,
+    ).python()  # fmt: skip
+    assert (
+        cm.argv
+        == commands.controller_manager(
+            server=server, healthz_port=10257, log_level="INFO", verbosity=4
+        ).python()
+    )
+    assert (
+        sched.argv
+        == commands.scheduler(
+            server=server, healthz_port=10259, log_level="INFO", verbosity=4
+        ).python()
+    )
+    assert node1.argv[:3] == commands.kubelet().python()[:3]
+    assert _parse(node1.argv).verbosity == 4
+
+
+def test_ready_lines_give_the_banner_its_ports(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    supervisor = up.Supervisor(up.parse_options(["--state-dir", str(tmp_path), "--nodes", "1"]))
+    api, cm, sched, node1 = supervisor.children
+    lines = [
+        (api, "kubelite: apiserver api listening on http://127.0.0.1:41000"),
+        (api, "kubelite: apiserver ready"),
+        (sched, "kubelite: scheduler health listening on http://127.0.0.1:41001"),
+        (node1, "kubelite: kubelet server listening on http://127.0.0.1:41002"),
+        (node1, "kubelite: kubelet ready"),
+        (cm, "kubelite: scheduler health listening on http://127.0.0.1:1"),  # not its component
+    ]
+    for child, line in lines:
+        supervisor._note(child, line)
+    assert api.ready.is_set() and node1.ready.is_set() and not sched.ready.is_set()
+    assert cm.endpoints == {}
+    supervisor._banner(tmp_path / "kubeconfig")
+    out = capsys.readouterr().out
+    assert "apiserver           api     http://127.0.0.1:41000\n" in out
+    assert "scheduler           health  http://127.0.0.1:41001/healthz\n" in out
+    assert "node1               server  http://127.0.0.1:41002/healthz\n" in out
 
 
 def test_pod_cidr_must_stay_on_loopback_and_fit_the_nodes() -> None:
@@ -96,6 +147,23 @@ async def test_a_child_with_a_usage_error_stops_up_instead_of_restarting(
     out = capsys.readouterr().out
     assert "apiserver          | bad flag" in out
     assert "usage error (code 2)" in out
+
+
+async def test_a_child_that_cannot_listen_stops_up_instead_of_restarting(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Exit code 3 (``component.errors.CannotListen``): the port is taken; a restart would
+    only fail the same way, at any time, so ``up`` stops and says why."""
+    supervisor = up.Supervisor(up.parse_options(["--state-dir", str(tmp_path), "--no-color"]))
+    child = up.Child(
+        name="scheduler",
+        kind="scheduler",
+        argv=[sys.executable, "-c", "import sys; sys.exit(3)"],
+        colour="36",
+    )
+    await asyncio.wait_for(supervisor._run_child(child), 30)
+    assert supervisor.exit_code == 3 and child.restarts == 0
+    assert "cannot listen on its port (code 3" in capsys.readouterr().out
 
 
 def _kubelet_cidrs(state_dir: Path, *flags: str) -> list[str]:

@@ -1,0 +1,197 @@
+"""How each component is started: one argv source of truth.
+
+Why: ``kubelite up``, ``docker-compose.yml``, the tests and the benchmarks all start the same
+four components; when each spelled its command lines by hand, a flag renamed in one place broke
+the others. Here, one function per component turns typed options into a ``Command``:
+
+* ``apiserver(...)``, ``scheduler(...)``, ``controller_manager(...)``, ``kubelet(...)``;
+* ``Command.python()``: ``[sys.executable, "-m", "services.<name>", *flags]`` — what
+  ``kubelite up``, the tests and the benchmarks run;
+* ``Command.kubelite()``: ``["<sub-command>", *flags]`` — what follows ``kubelite`` (the
+  compose file's ``command:`` lists, checked equal by ``tests/e2e/test_compose_file.py``).
+
+Every option defaults to ``None``: the flag is left out and the component's own default
+applies. Flags are spelled ``--name=value`` (so ``--healthz-port=-1`` cannot be read as a
+flag of its own); durations in Go form (``15s``, ``1m30s``); ``extra`` is appended as given,
+and since argparse lets a later flag win, it can override anything above it.
+
+Not here: parsing (each component's ``main.build_parser`` owns its flags), and supervising
+(``kubelite.up``).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from component.flags import format_duration
+
+__all__ = [
+    "MODULES",
+    "Command",
+    "apiserver",
+    "controller_manager",
+    "kubelet",
+    "scheduler",
+]
+
+MODULES = {
+    "apiserver": "services.apiserver",
+    "scheduler": "services.scheduler",
+    "controller-manager": "services.controller_manager",
+    "kubelet": "services.kubelet",
+}
+"""Sub-command (and ready-line component name) -> the module ``python -m`` runs."""
+
+Value = str | int | float | bool | Path | Sequence[str] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """One component's command line: ``component`` (its sub-command) and its flags."""
+
+    component: str
+    args: tuple[str, ...]
+
+    def python(self, *, python: str = sys.executable) -> list[str]:
+        """``python -m services.<name> ...``: as ``kubelite up`` starts it."""
+        return [python, "-m", MODULES[self.component], *self.args]
+
+    def kubelite(self) -> list[str]:
+        """``<sub-command> ...``: what follows ``kubelite`` (the compose file's ``command:``)."""
+        return [self.component, *self.args]
+
+
+def _flags(*pairs: tuple[str, Value], durations: Sequence[str] = ()) -> list[str]:
+    """``--name=value`` for each pair whose value is not None; a True boolean is a bare
+    ``--name`` (its false value spelled by the caller); a sequence is comma-joined."""
+    out: list[str] = []
+    for name, value in pairs:
+        if value is None or value is False:
+            continue
+        if value is True:
+            out.append(f"--{name}")
+        elif name in durations and isinstance(value, int | float):
+            out.append(f"--{name}={format_duration(float(value))}")
+        elif isinstance(value, str | int | float | Path):
+            out.append(f"--{name}={value}")
+        else:
+            out.append(f"--{name}={','.join(value)}")
+    return out
+
+
+def _log(log_level: str | None, verbosity: int | None) -> list[str]:
+    return _flags(("log-level", log_level.upper() if log_level else None), ("v", verbosity))
+
+
+def _leader_elect(value: bool | None) -> list[str]:
+    return [] if value is None else [f"--leader-elect={'true' if value else 'false'}"]
+
+
+def apiserver(
+    *,
+    store: str | None = None,
+    state_dir: Path | str | None = None,
+    bind_address: str | None = None,
+    port: int | None = None,
+    watch_cache_size: int | None = None,
+    log_level: str | None = None,
+    verbosity: int | None = None,
+    extra: Sequence[str] = (),
+) -> Command:
+    args = _flags(
+        ("store", store),
+        ("state-dir", state_dir),
+        ("insecure-bind-address", bind_address),
+        ("insecure-port", port),
+        ("watch-cache-size", watch_cache_size),
+    )
+    return Command("apiserver", (*args, *_log(log_level, verbosity), *extra))
+
+
+def scheduler(
+    *,
+    server: str | Sequence[str] | None = None,
+    healthz_bind_address: str | None = None,
+    healthz_port: int | None = None,
+    leader_elect: bool | None = None,
+    log_level: str | None = None,
+    verbosity: int | None = None,
+    extra: Sequence[str] = (),
+) -> Command:
+    args = _flags(
+        ("server", server),
+        ("healthz-bind-address", healthz_bind_address),
+        ("healthz-port", healthz_port),
+    )
+    return Command(
+        "scheduler",
+        (*args, *_leader_elect(leader_elect), *_log(log_level, verbosity), *extra),
+    )
+
+
+def controller_manager(
+    *,
+    server: str | Sequence[str] | None = None,
+    healthz_bind_address: str | None = None,
+    healthz_port: int | None = None,
+    leader_elect: bool | None = None,
+    log_level: str | None = None,
+    verbosity: int | None = None,
+    extra: Sequence[str] = (),
+) -> Command:
+    args = _flags(
+        ("server", server),
+        ("healthz-bind-address", healthz_bind_address),
+        ("healthz-port", healthz_port),
+    )
+    return Command(
+        "controller-manager",
+        (*args, *_leader_elect(leader_elect), *_log(log_level, verbosity), *extra),
+    )
+
+
+def kubelet(
+    *,
+    server: str | Sequence[str] | None = None,
+    node_name: str | None = None,
+    node_ip: str | None = None,
+    runtime: str | None = None,
+    state_dir: Path | str | None = None,
+    address: str | None = None,
+    port: int | None = None,
+    healthz_bind_address: str | None = None,
+    healthz_port: int | None = None,
+    pod_cidr: str | None = None,
+    nodes: int | None = None,
+    sim_start_delay: float | None = None,
+    cpu: str | None = None,
+    memory: str | None = None,
+    max_pods: int | None = None,
+    stop_pods_on_exit: bool = False,
+    log_level: str | None = None,
+    verbosity: int | None = None,
+    extra: Sequence[str] = (),
+) -> Command:
+    args = _flags(
+        ("server", server),
+        ("node-name", node_name),
+        ("node-ip", node_ip),
+        ("runtime", runtime),
+        ("state-dir", state_dir),
+        ("address", address),
+        ("port", port),
+        ("healthz-bind-address", healthz_bind_address),
+        ("healthz-port", healthz_port),
+        ("pod-cidr", pod_cidr),
+        ("nodes", nodes),
+        ("sim-start-delay", sim_start_delay),
+        ("cpu", cpu),
+        ("memory", memory),
+        ("max-pods", max_pods),
+        ("stop-pods-on-exit", stop_pods_on_exit),
+        durations=("sim-start-delay",),
+    )
+    return Command("kubelet", (*args, *_log(log_level, verbosity), *extra))
