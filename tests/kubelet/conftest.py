@@ -13,7 +13,7 @@ import pytest
 from api.registry import REGISTRY
 from client.rest import ApiClient
 from kubelite.testing import ComponentProcess, Processes
-from services.kubelet.runtime.base import PodSandbox
+from services.kubelet.runtime.base import ContainerConfig, ContainerRecord, PodSandbox
 from services.kubelet.runtime.images import ImageCatalog, ImageStore
 from services.kubelet.runtime.process import ProcessRuntime
 from services.kubelet.runtime.sim import SimRuntime
@@ -46,6 +46,15 @@ async def sim_runtime() -> AsyncIterator[SimRuntime]:
 
 def sandbox(name: str = "demo", uid: str | None = None) -> PodSandbox:
     return PodSandbox(uid=uid or f"uid-{name}", namespace="default", name=name)
+
+
+async def run(
+    rt: ProcessRuntime, *command: str, image: str = "busybox", **kw: object
+) -> ContainerRecord:
+    """Pull ``image`` and start ``command`` in it, in the ``sandbox()`` pod."""
+    ref, _ = await rt.pull_image(image, policy="IfNotPresent")
+    cfg = ContainerConfig(name=str(kw.pop("name", "main")), image=image, command=command, **kw)  # type: ignore[arg-type]
+    return await rt.start_container(sandbox(), cfg, image=ref)
 
 
 @dataclass

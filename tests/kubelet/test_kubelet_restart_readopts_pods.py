@@ -5,15 +5,10 @@ from __future__ import annotations
 import pytest
 
 from services.kubelet.runtime.process import process_start_time
+from tests import factories
+from tests.factories import sh
 from tests.kubelet.conftest import Cluster
-from tests.kubelet.test_pod_lifecycle_on_real_processes import (
-    container_pid,
-    create_and_wait,
-    cstatus,
-    phase,
-    pod,
-    sh,
-)
+from tests.kubelet.pods import container_pid, create_and_wait, cstatus, phase
 from tests.kubelet.waits import pods_rt, wait_for_object, wait_process_exit
 
 pytestmark = [pytest.mark.e2e]
@@ -21,7 +16,9 @@ pytestmark = [pytest.mark.e2e]
 
 async def test_restarted_kubelet_readopts_the_same_process(cluster: Cluster) -> None:
     p = await create_and_wait(
-        cluster, pod("survivor", cluster.node, sh("sleep 3600")), lambda p: phase(p) == "Running"
+        cluster,
+        factories.pod("survivor", sh("sleep 3600"), namespace="default", nodeName=cluster.node),
+        lambda p: phase(p) == "Running",
     )
     pid = container_pid(cluster, p)
     container_id = cstatus(p)["containerID"]
@@ -59,7 +56,9 @@ async def test_restarted_kubelet_readopts_the_same_process(cluster: Cluster) -> 
 
 async def test_pod_deleted_while_kubelet_was_down_is_killed_on_return(cluster: Cluster) -> None:
     p = await create_and_wait(
-        cluster, pod("orphan", cluster.node, sh("sleep 3600")), lambda p: phase(p) == "Running"
+        cluster,
+        factories.pod("orphan", sh("sleep 3600"), namespace="default", nodeName=cluster.node),
+        lambda p: phase(p) == "Running",
     )
     pid = container_pid(cluster, p)
     cluster.kubelet.kill()

@@ -26,7 +26,7 @@ from services.kubelet.runtime.base import ContainerRecord, Runtime
 from services.kubelet.runtime.process import ProcessRuntime
 from services.kubelet.server import make_server_app
 from store import open_store
-from tests.kubelet.test_process_runtime import run
+from tests.kubelet.conftest import run
 
 Obj = dict[str, Any]
 POD: Obj = {

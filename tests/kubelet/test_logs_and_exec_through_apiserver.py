@@ -12,14 +12,10 @@ from typing import Any
 import aiohttp
 import pytest
 
+from tests import factories
+from tests.factories import sh
 from tests.kubelet.conftest import Cluster
-from tests.kubelet.test_pod_lifecycle_on_real_processes import (
-    create_and_wait,
-    follow_log_until,
-    phase,
-    pod,
-    sh,
-)
+from tests.kubelet.pods import create_and_wait, follow_log_until, phase
 
 pytestmark = [pytest.mark.e2e]
 
@@ -62,7 +58,12 @@ async def exec_ws(
 async def running(cluster: Cluster) -> Cluster:
     await create_and_wait(
         cluster,
-        pod("shell", cluster.node, sh("for i in 1 2 3; do echo line $i; done; sleep 3600")),
+        factories.pod(
+            "shell",
+            sh("for i in 1 2 3; do echo line $i; done; sleep 3600"),
+            namespace="default",
+            nodeName=cluster.node,
+        ),
         lambda p: phase(p) == "Running",
     )
     await follow_log_until(cluster, "shell", "line 3")
@@ -198,7 +199,13 @@ async def test_log_query_parameters_reach_the_kubelet(running: Cluster) -> None:
 async def test_a_pod_with_two_containers_needs_a_container_name(cluster: Cluster) -> None:
     await create_and_wait(
         cluster,
-        pod("pair", cluster.node, sh("sleep 3600", name="a"), sh("sleep 3600", name="b")),
+        factories.pod(
+            "pair",
+            sh("sleep 3600", name="a"),
+            sh("sleep 3600", name="b"),
+            namespace="default",
+            nodeName=cluster.node,
+        ),
         lambda p: phase(p) == "Running",
     )
     url = f"{cluster.server}/api/v1/namespaces/default/pods/pair/log"

@@ -2,71 +2,34 @@
 
 from __future__ import annotations
 
-import asyncio
-import json
 import uuid
 from importlib.metadata import version
-from typing import Any
 
 import aiohttp
 import pytest
 
+from tests import factories
+from tests.factories import Obj, sh
 from tests.kubelet.conftest import Cluster
+from tests.kubelet.pods import (
+    container_pid,
+    create_and_wait,
+    cstatus,
+    follow_log_until,
+    phase,
+    pod_log,
+)
 from tests.kubelet.waits import pods_rt, wait_for_object, wait_process_exit
 
 pytestmark = [pytest.mark.e2e]
-
-Obj = dict[str, Any]
-
-
-def pod(name: str, node: str, *containers: Obj, restart: str = "Always", grace: int = 30) -> Obj:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "nodeName": node,
-            "restartPolicy": restart,
-            "terminationGracePeriodSeconds": grace,
-            "containers": list(containers),
-        },
-    }
-
-
-def sh(script: str, *, name: str = "main", image: str = "busybox") -> Obj:
-    return {"name": name, "image": image, "command": ["sh", "-c", script]}
-
-
-def cstatus(p: Obj | None, index: int = 0) -> Obj:
-    return ((p or {}).get("status") or {}).get("containerStatuses", [{}])[index]
-
-
-def phase(p: Obj | None) -> str | None:
-    return ((p or {}).get("status") or {}).get("phase")
-
-
-async def create_and_wait(c: Cluster, body: Obj, predicate: Any, *, within: float = 30) -> Obj:
-    await c.client.create(pods_rt(), body, namespace="default")
-    found = await wait_for_object(
-        c.client, pods_rt(), body["metadata"]["name"], predicate, namespace="default", within=within
-    )
-    assert found is not None
-    return found
-
-
-async def pod_log(c: Cluster, name: str, **params: str) -> str:
-    async with (
-        aiohttp.ClientSession() as session,
-        session.get(f"{c.server}/api/v1/namespaces/default/pods/{name}/log", params=params) as r,
-    ):
-        assert r.status == 200, await r.text()
-        return await r.text()
 
 
 async def test_busybox_pod_runs_and_its_log_holds_hello(cluster: Cluster) -> None:
     p = await create_and_wait(
         cluster,
-        pod("hello", cluster.node, sh("echo hello; sleep 3600")),
+        factories.pod(
+            "hello", sh("echo hello; sleep 3600"), namespace="default", nodeName=cluster.node
+        ),
         lambda p: phase(p) == "Running",
     )
     status = p["status"]
@@ -90,7 +53,9 @@ async def test_busybox_pod_runs_and_its_log_holds_hello(cluster: Cluster) -> Non
 async def test_nginx_pod_answers_http_on_its_pod_ip(cluster: Cluster) -> None:
     web = {"name": "web", "image": "nginx:1.25", "ports": [{"containerPort": 80}]}
     p = await create_and_wait(
-        cluster, pod("web", cluster.node, web), lambda p: phase(p) == "Running"
+        cluster,
+        factories.pod("web", web, namespace="default", nodeName=cluster.node),
+        lambda p: phase(p) == "Running",
     )
     ip = p["status"]["podIP"]
     # Running means the process started; it listens once nginx says so in its log
@@ -105,7 +70,9 @@ async def test_nginx_pod_answers_http_on_its_pod_ip(cluster: Cluster) -> None:
 async def test_a_crashing_container_restarts_into_crash_loop_back_off(cluster: Cluster) -> None:
     p = await create_and_wait(
         cluster,
-        pod("crash", cluster.node, sh("echo dying; exit 1")),
+        factories.pod(
+            "crash", sh("echo dying; exit 1"), namespace="default", nodeName=cluster.node
+        ),
         lambda p: (
             (cstatus(p).get("state") or {}).get("waiting", {}).get("reason") == "CrashLoopBackOff"
         ),
@@ -122,7 +89,9 @@ async def test_a_crashing_container_restarts_into_crash_loop_back_off(cluster: C
 async def test_restart_policy_never_ends_failed_with_the_exit_code(cluster: Cluster) -> None:
     p = await create_and_wait(
         cluster,
-        pod("once", cluster.node, sh("exit 3"), restart="Never"),
+        factories.pod(
+            "once", sh("exit 3"), namespace="default", nodeName=cluster.node, restartPolicy="Never"
+        ),
         lambda p: phase(p) == "Failed",
     )
     terminated = cstatus(p)["state"]["terminated"]
@@ -135,14 +104,25 @@ async def test_restart_policy_never_ends_failed_with_the_exit_code(cluster: Clus
 async def test_a_successful_run_once_pod_succeeds(cluster: Cluster) -> None:
     p = await create_and_wait(
         cluster,
-        pod("job", cluster.node, sh("echo done"), restart="OnFailure"),
+        factories.pod(
+            "job",
+            sh("echo done"),
+            namespace="default",
+            nodeName=cluster.node,
+            restartPolicy="OnFailure",
+        ),
         lambda p: phase(p) == "Succeeded",
     )
     assert cstatus(p)["state"]["terminated"]["reason"] == "Completed"
 
 
 async def test_an_unknown_image_backs_off_pulling(cluster: Cluster) -> None:
-    body = pod("ghost", cluster.node, {"name": "main", "image": "no-such-image:1.0"})
+    body = factories.pod(
+        "ghost",
+        {"name": "main", "image": "no-such-image:1.0"},
+        namespace="default",
+        nodeName=cluster.node,
+    )
     seen: list[str] = []
 
     def reason(p: Obj | None) -> bool:
@@ -161,7 +141,9 @@ async def test_delete_sends_sigterm_then_removes_the_pod(cluster: Cluster) -> No
     marker = cluster.tmp / f"term-{uuid.uuid4().hex}"
     script = f"trap 'echo TERM > {marker}; exit 0' TERM; echo trapping; while :; do sleep 1; done"
     p = await create_and_wait(
-        cluster, pod("graceful", cluster.node, sh(script)), lambda p: phase(p) == "Running"
+        cluster,
+        factories.pod("graceful", sh(script), namespace="default", nodeName=cluster.node),
+        lambda p: phase(p) == "Running",
     )
     pid = container_pid(cluster, p)
     await follow_log_until(cluster, "graceful", "trapping")  # the trap is set
@@ -173,34 +155,16 @@ async def test_delete_sends_sigterm_then_removes_the_pod(cluster: Cluster) -> No
     assert marker.read_text().strip() == "TERM"
 
 
-def container_pid(c: Cluster, p: Obj, index: int = 0) -> int:
-    """The container's pid as the kubelet recorded it (written before Running is reported)."""
-    container_id = cstatus(p, index)["containerID"].split("://", 1)[1]
-    state = c.kubelet.state_dir / "pods" / p["metadata"]["uid"] / "containers"
-    return int(json.loads((state / f"{container_id}.json").read_text())["pid"])
-
-
-async def follow_log_until(c: Cluster, name: str, needle: str) -> None:
-    """Stream ``kubectl logs -f`` through the apiserver until ``needle`` shows up."""
-    url = f"{c.server}/api/v1/namespaces/default/pods/{name}/log"
-    seen = b""
-    async with (
-        asyncio.timeout(30),
-        aiohttp.ClientSession() as session,
-        session.get(url, params={"follow": "true"}) as resp,
-    ):
-        assert resp.status == 200, await resp.text()
-        async for chunk in resp.content.iter_any():
-            seen += chunk
-            if needle.encode() in seen:
-                return
-    raise AssertionError(f"{needle!r} not in the log of {name}: {seen!r}")
-
-
 async def test_an_image_change_restarts_that_container_with_the_new_image(cluster: Cluster) -> None:
     p = await create_and_wait(
         cluster,
-        pod("swap", cluster.node, sh("echo $HOSTNAME; sleep 3600"), sh("sleep 3600", name="side")),
+        factories.pod(
+            "swap",
+            sh("echo $HOSTNAME; sleep 3600"),
+            sh("sleep 3600", name="side"),
+            namespace="default",
+            nodeName=cluster.node,
+        ),
         lambda p: phase(p) == "Running",
     )
     old_id = cstatus(p)["containerID"]

@@ -4,14 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from tests import factories
+from tests.factories import sh
 from tests.kubelet.conftest import Cluster
-from tests.kubelet.test_pod_lifecycle_on_real_processes import (
-    create_and_wait,
-    cstatus,
-    phase,
-    pod,
-    sh,
-)
+from tests.kubelet.pods import create_and_wait, cstatus, phase
 from tests.kubelet.waits import pods_rt, wait_for_object
 
 pytestmark = [pytest.mark.e2e]
@@ -31,7 +27,9 @@ async def test_readiness_probe_gates_ready(cluster: Cluster) -> None:
         "failureThreshold": 1,
     }
     p = await create_and_wait(
-        cluster, pod("gated", cluster.node, container), lambda p: phase(p) == "Running"
+        cluster,
+        factories.pod("gated", container, namespace="default", nodeName=cluster.node),
+        lambda p: phase(p) == "Running",
     )
     assert ready(p) == "False" and cstatus(p)["ready"] is False
     flag.touch()
@@ -52,7 +50,11 @@ async def test_http_readiness_probe_on_nginx(cluster: Cluster) -> None:
         "ports": [{"name": "http", "containerPort": 80}],
         "readinessProbe": {"httpGet": {"path": "/", "port": "http"}, "periodSeconds": 1},
     }
-    await create_and_wait(cluster, pod("probed", cluster.node, web), lambda p: ready(p) == "True")
+    await create_and_wait(
+        cluster,
+        factories.pod("probed", web, namespace="default", nodeName=cluster.node),
+        lambda p: ready(p) == "True",
+    )
 
 
 async def test_failing_liveness_probe_restarts_the_container(cluster: Cluster) -> None:
@@ -64,7 +66,13 @@ async def test_failing_liveness_probe_restarts_the_container(cluster: Cluster) -
     }
     p = await create_and_wait(
         cluster,
-        pod("unhealthy", cluster.node, container, grace=1),
+        factories.pod(
+            "unhealthy",
+            container,
+            namespace="default",
+            nodeName=cluster.node,
+            terminationGracePeriodSeconds=1,
+        ),
         lambda p: cstatus(p).get("restartCount", 0) >= 1,
     )
     assert cstatus(p)["lastState"]["terminated"]["exitCode"] in (137, 143)

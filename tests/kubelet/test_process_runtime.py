@@ -19,17 +19,11 @@ from services.kubelet.runtime.base import (
 )
 from services.kubelet.runtime.images import ImageCatalog, ImageStore
 from services.kubelet.runtime.process import ProcessRuntime, expand_vars, process_start_time
-from tests.kubelet.conftest import sandbox
+from tests.kubelet.conftest import run, sandbox
 
 
 def alive(pid: int | None) -> bool:
     return pid is not None and process_start_time(pid) is not None
-
-
-async def run(rt: ProcessRuntime, *command: str, image: str = "busybox", **kw: object):
-    ref, _ = await rt.pull_image(image, policy="IfNotPresent")
-    cfg = ContainerConfig(name=str(kw.pop("name", "main")), image=image, command=command, **kw)  # type: ignore[arg-type]
-    return await rt.start_container(sandbox(), cfg, image=ref)
 
 
 async def test_output_lands_in_a_cri_format_log_per_instance(
