@@ -22,9 +22,7 @@ import pytest
 
 from api.errors import StatusError
 from api.patches import apply_strategic_merge_patch
-from tests.api.test_patches_match_kubectl import OracleRefused, _as_stored, _object, kubectl
-
-__all__ = ["kubectl"]  # the fixture, re-exported for pytest
+from tests.api.kubectl_patch import OracleRefused, as_stored, object_of
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.slow]
 
@@ -71,7 +69,7 @@ def _live(rng: random.Random) -> dict[str, Any]:
             {"name": "v1", "emptyDir": {}},
             {"name": "v2", "hostPath": {"path": "/x"}},
         ]
-    return _object("Pod", pod)
+    return object_of("Pod", pod)
 
 
 def _list_patch(
@@ -183,13 +181,13 @@ def test_random_patch_agrees_with_kubectl(seed: int, kubectl: Any) -> None:
     live = _live(rng)
     patch = _patch(rng, live)
     try:
-        expected: Any = _as_stored(kubectl(live, patch, "strategic"))
+        expected: Any = as_stored(kubectl(live, patch, "strategic"))
     except OracleRefused as refused:
         if "no elements in any of the given slices" in str(refused):
             pytest.skip("upstream 500s on ordering two empty lists; kubelite accepts")
         expected = OracleRefused
     try:
-        ours: Any = _as_stored(apply_strategic_merge_patch(live, patch, kind="Pod"))
+        ours: Any = as_stored(apply_strategic_merge_patch(live, patch, kind="Pod"))
     except StatusError:
         ours = OracleRefused
     assert ours == expected, f"live={json.dumps(live)}\npatch={json.dumps(patch)}"

@@ -7,7 +7,7 @@ case here applies the same patch both ways and compares the results, and one pro
 kind checks every merge-key table entry (and some deliberately atomic lists) against kubectl's
 compiled-in struct tags.
 
-Both sides are compared as the apiserver would store them (``_as_stored``): upstream leaves
+Both sides are compared as the apiserver would store them (``as_stored``): upstream leaves
 leftover ``$setElementOrder`` keys and ``null`` members inside patch items that had no live
 counterpart, which the typed decode then drops; kubelite drops them while merging.
 """
@@ -16,9 +16,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -26,95 +23,9 @@ import pytest
 
 from api.patches import apply_json_patch, apply_merge_patch, apply_strategic_merge_patch
 from api.patches.schema import KINDS
+from tests.api.kubectl_patch import OracleRefused, as_stored, object_of
 
 pytestmark = pytest.mark.kubectl
-
-API_VERSIONS = {
-    "Pod": "v1",
-    "PodTemplate": "v1",
-    "ReplicationController": "v1",
-    "Node": "v1",
-    "Namespace": "v1",
-    "Service": "v1",
-    "Event": "v1",
-    "ConfigMap": "v1",
-    "Secret": "v1",
-    "ReplicaSet": "apps/v1",
-    "Deployment": "apps/v1",
-    "StatefulSet": "apps/v1",
-    "DaemonSet": "apps/v1",
-    "Job": "batch/v1",
-    "CronJob": "batch/v1",
-    "Lease": "coordination.k8s.io/v1",
-}
-
-
-def _find_kubectl() -> Path | None:
-    dispatcher = shutil.which("kubectl")
-    if dispatcher is None:
-        return None
-    real = Path(os.path.realpath(dispatcher))
-    for candidate in (real.parent / "kubectl.1.32", real):
-        if candidate.exists() and candidate.name != "kubectl":
-            return candidate
-    return None
-
-
-KUBECTL = _find_kubectl()
-
-
-@pytest.fixture(scope="module")
-def kubectl(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    if KUBECTL is None:
-        pytest.skip("kubectl 1.32 is not installed beside the dispatcher")
-    workdir = tmp_path_factory.mktemp("kubectl-patch")
-
-    def run(obj: dict[str, Any], patch: Any, patch_type: str) -> dict[str, Any]:
-        path = workdir / "obj.json"
-        path.write_text(json.dumps(obj))
-        done = subprocess.run(
-            [
-                *(str(KUBECTL), "patch", "--local", "-f", str(path)),
-                *(f"--type={patch_type}", "-p", json.dumps(patch), "-o", "json"),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env={**os.environ, "KUBECONFIG": os.devnull},
-            check=False,
-        )
-        if done.returncode != 0:
-            raise OracleRefused(done.stderr.strip())
-        result: dict[str, Any] = json.loads(done.stdout)
-        return result
-
-    return run
-
-
-class OracleRefused(Exception):
-    """kubectl rejected the patch."""
-
-
-def _as_stored(value: Any) -> Any:
-    """What the apiserver's typed decode keeps: no ``$`` directive keys, no ``null`` members."""
-    if isinstance(value, dict):
-        return {
-            k: _as_stored(v) for k, v in value.items() if not k.startswith("$") and v is not None
-        }
-    if isinstance(value, list):
-        return [_as_stored(v) for v in value]
-    return value
-
-
-def _object(kind: str, body: dict[str, Any]) -> dict[str, Any]:
-    obj = {"apiVersion": API_VERSIONS[kind], "kind": kind, "metadata": {"name": "x"}}
-    for key, value in body.items():
-        if key == "metadata":
-            obj["metadata"] = {"name": "x", **value}
-        else:
-            obj[key] = value
-    return obj
-
 
 # --- the probe objects: every table entry, and lists that must stay atomic ------------------
 
@@ -201,9 +112,9 @@ def test_every_table_entry_merges_as_kubectl_merges_it(kind: str, kubectl: Any) 
     for path, key in paths:
         live = _merge_fragments(live, _probe(table, path, key, "live"))
         patch = _merge_fragments(patch, _probe(table, path, key, "patch"))
-    obj = _object(kind, live)
+    obj = object_of(kind, live)
     ours = apply_strategic_merge_patch(obj, patch, kind=kind)
-    assert _as_stored(ours) == _as_stored(kubectl(obj, patch, "strategic"))
+    assert as_stored(ours) == as_stored(kubectl(obj, patch, "strategic"))
 
 
 # --- whole patches ---------------------------------------------------------------------------
@@ -363,10 +274,10 @@ STRATEGIC_CASES: dict[str, dict[str, Any]] = {
 @pytest.mark.parametrize("name", sorted(STRATEGIC_CASES))
 def test_strategic_merge_patch_matches_kubectl(name: str, kubectl: Any) -> None:
     patch = STRATEGIC_CASES[name]
-    obj = _object("Pod", copy.deepcopy(POD))
+    obj = object_of("Pod", copy.deepcopy(POD))
     ours = apply_strategic_merge_patch(obj, patch, kind="Pod")
     assert "$" not in json.dumps(ours)
-    assert _as_stored(ours) == _as_stored(kubectl(obj, patch, "strategic"))
+    assert as_stored(ours) == as_stored(kubectl(obj, patch, "strategic"))
 
 
 DEPLOYMENT = {
@@ -393,7 +304,7 @@ DEPLOYMENT = {
 
 
 def test_deployment_image_change_matches_kubectl(kubectl: Any) -> None:
-    obj = _object("Deployment", copy.deepcopy(DEPLOYMENT))
+    obj = object_of("Deployment", copy.deepcopy(DEPLOYMENT))
     patch = {
         "spec": {"template": {"spec": {"containers": [{"name": "nginx", "image": "nginx:1.26"}]}}},
         "status": {"conditions": [{"type": "Progressing", "status": "False"}]},
@@ -430,7 +341,7 @@ def test_deployment_image_change_matches_kubectl(kubectl: Any) -> None:
     ],
 )
 def test_patches_kubectl_refuses_are_refused(patch: Any, kubectl: Any) -> None:
-    obj = _object("Pod", copy.deepcopy(POD))
+    obj = object_of("Pod", copy.deepcopy(POD))
     with pytest.raises(OracleRefused):
         kubectl(obj, patch, "strategic")
     with pytest.raises(Exception) as caught:
@@ -448,7 +359,7 @@ MERGE_CASES = [
 
 @pytest.mark.parametrize("patch", MERGE_CASES)
 def test_merge_patch_matches_kubectl(patch: Any, kubectl: Any) -> None:
-    obj = _object("Pod", copy.deepcopy(POD))
+    obj = object_of("Pod", copy.deepcopy(POD))
     assert apply_merge_patch(obj, patch) == kubectl(obj, patch, "merge")
 
 
@@ -471,7 +382,7 @@ JSON_CASES = [
 
 @pytest.mark.parametrize("ops", JSON_CASES)
 def test_json_patch_matches_kubectl(ops: Any, kubectl: Any) -> None:
-    obj = _object("Pod", copy.deepcopy(POD))
+    obj = object_of("Pod", copy.deepcopy(POD))
     assert apply_json_patch(obj, ops) == kubectl(obj, ops, "json")
 
 
@@ -485,7 +396,7 @@ def test_json_patch_matches_kubectl(ops: Any, kubectl: Any) -> None:
     ],
 )
 def test_json_patch_failures_match_kubectl(ops: Any, kubectl: Any) -> None:
-    obj = _object("Pod", copy.deepcopy(POD))
+    obj = object_of("Pod", copy.deepcopy(POD))
     with pytest.raises(OracleRefused):
         kubectl(obj, ops, "json")
     with pytest.raises(Exception) as caught:
