@@ -114,6 +114,19 @@ class Api:
         return self.client.get(path, params=query)
 
 
+TOO_MANY: Obj = {
+    "kind": "Status",
+    "apiVersion": "v1",
+    "metadata": {},
+    "status": "Failure",
+    "message": "Too many requests, please try again later.",
+    "reason": "TooManyRequests",
+    "details": {"retryAfterSeconds": 1},
+    "code": 429,
+}
+"""The Status a request refused by the in-flight limits gets (kube-apiserver's words)."""
+
+
 class EventReader:
     """Watch events from a chunked response, one JSON object per line."""
 

@@ -28,7 +28,7 @@ from api.registry import REGISTRY
 from kubelite.testing import ComponentProcess
 from store import open_store
 from tests.factories import pod
-from tests.store.test_sqlite_refuses_damaged_files import PAGE, damage, page_headers
+from tests.store.damage import PAGE, damage, page_headers
 
 pytestmark = pytest.mark.e2e
 

@@ -21,22 +21,11 @@ from aiohttp.test_utils import make_mocked_request
 from services.apiserver.inflight import is_long_running, is_mutating
 from store import open_store
 from store.base import Event, KeyValue, ListResult, Store
-from tests.apiserver.conftest import EventReader, MakeApi
+from tests.apiserver.conftest import TOO_MANY, EventReader, MakeApi
 from tests.factories import pod
 
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
 PODS = "/api/v1/namespaces/default/pods"
-
-TOO_MANY = {
-    "kind": "Status",
-    "apiVersion": "v1",
-    "metadata": {},
-    "status": "Failure",
-    "message": "Too many requests, please try again later.",
-    "reason": "TooManyRequests",
-    "details": {"retryAfterSeconds": 1},
-    "code": 429,
-}
 
 
 class GatedStore:

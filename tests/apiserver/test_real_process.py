@@ -12,6 +12,7 @@ import aiohttp
 import pytest
 
 from kubelite.testing import ComponentProcess
+from tests.apiserver.kinds import KINDS
 from tests.factories import pod
 
 pytestmark = pytest.mark.e2e
@@ -157,8 +158,6 @@ def _drive_official_client(url: str) -> None:
 
 async def test_every_kind_over_the_real_process(apiserver_process) -> None:
     """CRUD and a label-selected watch of each kind against ``python -m services.apiserver``."""
-    from tests.apiserver.test_crud_of_each_kind import KINDS
-
     server: ComponentProcess = await asyncio.to_thread(apiserver_process)
     async with aiohttp.ClientSession(server.url) as session:
         for kind, (collection, body) in sorted(KINDS.items()):

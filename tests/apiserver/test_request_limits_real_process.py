@@ -22,8 +22,7 @@ import aiohttp
 import pytest
 
 from kubelite.testing import ComponentProcess
-from tests.apiserver.conftest import EventReader
-from tests.apiserver.test_inflight_limits_answer_429 import TOO_MANY
+from tests.apiserver.conftest import TOO_MANY, EventReader
 from tests.factories import pod
 from tests.kubectl.harness import kubectl_binary
 

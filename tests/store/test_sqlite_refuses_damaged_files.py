@@ -10,7 +10,6 @@ over an existing database, at offset 0 or across page headers further in.
 from __future__ import annotations
 
 import asyncio
-import random
 import sqlite3
 from pathlib import Path
 
@@ -19,10 +18,7 @@ import pytest
 from store import open_store
 from store.base import StoreClosed, StoreFailed
 from store.sqlite import SqliteStore
-
-PAGE = 4096
-DAMAGE = random.Random(13).randbytes(3000)
-"""The same 'random' bytes every run."""
+from tests.store.damage import PAGE, damage, page_headers
 
 
 async def make_database(path: Path, *, keys: int = 200, size: int = 1000) -> None:
@@ -38,20 +34,6 @@ def _check_checkpointed(path: Path) -> None:
     assert not wal.exists() or wal.stat().st_size == 0, "the data must be in the main file"
     with sqlite3.connect(path) as conn:
         assert conn.execute("PRAGMA page_size").fetchone()[0] == PAGE
-
-
-def damage(path: Path, *, offsets: list[int]) -> None:
-    with path.open("r+b") as f:
-        for offset in offsets:
-            f.seek(offset)
-            f.write(DAMAGE)
-
-
-def page_headers(path: Path, *, first: int, every: int) -> list[int]:
-    """Offsets 100 bytes before every ``every``-th page from page ``first``: each write then
-    covers a page header."""
-    pages = path.stat().st_size // PAGE
-    return [page * PAGE - 100 for page in range(first, pages - 1, every)]
 
 
 async def test_random_bytes_at_offset_zero_is_not_a_database(tmp_path: Path) -> None:
