@@ -1,9 +1,10 @@
 """How each kubelite component is started for tests and benchmarks: one builder per component.
 
-Each builder returns an unstarted ``ComponentProcess`` running ``python -m services.<name>``
-on loopback with every port ``0`` (the real port is read back from its ready line). Extra flags
-go in ``args``; a later flag overrides an earlier one (argparse), so ``args`` can change any
-default given here.
+Each builder returns an unstarted ``ComponentProcess`` running the command line
+``kubelite.commands`` builds (the one argv source ``kubelite up``, compose and the benchmarks
+use too) on loopback with every port ``0`` (the real port is read back from its ready line).
+Extra flags go in ``args``; a later flag overrides an earlier one (argparse), so ``args`` can
+change any default given here.
 
 The apiserver's builder re-passes the port of the previous run, so ``restart()`` brings it back
 on the same URL (clients and the other components keep their ``--server``).
@@ -11,18 +12,14 @@ on the same URL (clients and the other components keep their ``--server``).
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from kubelite import commands
 from kubelite.testing.process import ComponentProcess
 
 __all__ = ["apiserver", "controller_manager", "kubelet", "scheduler"]
-
-
-def _py(module: str, *args: str) -> list[str]:
-    return [sys.executable, "-m", module, *args]
 
 
 def apiserver(
@@ -31,11 +28,10 @@ def apiserver(
     """The apiserver over ``store`` (``memory://`` or ``sqlite:///path``)."""
 
     def argv(ports: Mapping[str, int]) -> list[str]:
-        return _py(
-            "services.apiserver", "--store", store, "--state-dir", str(state_dir),
-            "--insecure-bind-address", "127.0.0.1", "--insecure-port", str(ports.get("api", 0)),
-            *args,
-        )  # fmt: skip
+        return commands.apiserver(
+            store=store, state_dir=state_dir, bind_address="127.0.0.1",
+            port=ports.get("api", 0), extra=args,
+        ).python()  # fmt: skip
 
     state_dir.mkdir(parents=True, exist_ok=True)
     return ComponentProcess(argv, name="apiserver", log_path=log_path, state_dir=state_dir, **kw)
@@ -44,7 +40,9 @@ def apiserver(
 def scheduler(
     *, server: str, log_path: Path, args: Sequence[str] = (), name: str = "scheduler", **kw: Any
 ) -> ComponentProcess:
-    argv = _py("services.scheduler", "--server", server, "--port", "0", *args)
+    argv = commands.scheduler(
+        server=server, healthz_bind_address="127.0.0.1", healthz_port=0, extra=args
+    ).python()
     return ComponentProcess(
         argv,
         name=name,
@@ -63,8 +61,9 @@ def controller_manager(
     name: str = "controller-manager",
     **kw: Any,
 ) -> ComponentProcess:
-    argv = _py("services.controller_manager", "--server", server, "--healthz-port", "0", *args)
-    kw.setdefault("wait_ready", False)  # it prints no ready line yet
+    argv = commands.controller_manager(
+        server=server, healthz_bind_address="127.0.0.1", healthz_port=0, extra=args
+    ).python()
     return ComponentProcess(
         argv, name=name, component="controller-manager", endpoint="health", log_path=log_path,
         **kw,
@@ -82,10 +81,10 @@ def kubelet(
     **kw: Any,
 ) -> ComponentProcess:
     """A kubelet for ``node_name`` (``runtime`` sim or process)."""
-    argv = _py(
-        "services.kubelet", "--server", server, "--node-name", node_name, "--runtime", runtime,
-        "--port", "0", "--healthz-port", "0", "--state-dir", str(state_dir), *args,
-    )  # fmt: skip
+    argv = commands.kubelet(
+        server=server, node_name=node_name, runtime=runtime, address="127.0.0.1", port=0,
+        healthz_bind_address="127.0.0.1", healthz_port=0, state_dir=state_dir, extra=args,
+    ).python()  # fmt: skip
     state_dir.mkdir(parents=True, exist_ok=True)
     return ComponentProcess(
         argv,

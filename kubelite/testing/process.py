@@ -50,14 +50,6 @@ _LISTENING = re.compile(
     rb"http://(?P<host>[^\s:/]+):(?P<port>\d+)"
 )
 _READY = re.compile(rb"kubelite: (?P<component>[a-z-]+) ready\b")
-# The lines components printed before the contract above; accepted (as listening + ready)
-# until every component prints the contract's lines, then removed.
-_LEGACY = {
-    "apiserver": (rb"apiserver listening on http://", "api"),
-    "scheduler": (rb"scheduler serving on http://", "health"),
-    "kubelet": (rb"kubelet server listening on ", "server"),
-}
-_HOST_PORT = re.compile(rb"(?P<host>[^\s:/]+):(?P<port>\d+)")
 
 Argv = Sequence[str] | Callable[[Mapping[str, int]], Sequence[str]]
 """A command line, or a builder given the ports of the previous run (empty at first start)."""
@@ -87,6 +79,7 @@ class ComponentProcess:
         env: Mapping[str, str] | None = None,
         wait_ready: bool = True,
         ready_timeout: float = READY_TIMEOUT,
+        stop_grace: float = STOP_GRACE,
         new_session: bool = False,
     ) -> None:
         self.argv = argv
@@ -100,6 +93,9 @@ class ComponentProcess:
         self.env = dict(env or {})
         self.wait_ready = wait_ready
         self.ready_timeout = ready_timeout
+        self.stop_grace = stop_grace
+        """SIGTERM -> SIGKILL in ``stop()`` unless told otherwise (a process kubelet stops its
+        containers first)."""
         self.new_session = new_session
         self.ports: dict[str, int] = {}
         self.host = "127.0.0.1"
@@ -154,6 +150,19 @@ class ComponentProcess:
     @property
     def ready(self) -> bool:
         return self._ready.is_set()
+
+    def rss_bytes(self) -> int:
+        """Resident set size now, from ``/proc/<pid>/status`` (VmRSS; Linux)."""
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+        raise ComponentFailed(f"{self.name}: no VmRSS in /proc/{self.pid}/status")
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU time so far, from ``/proc/<pid>/stat`` (Linux)."""
+        stat = Path(f"/proc/{self.pid}/stat").read_text()
+        fields = stat[stat.rindex(")") + 2 :].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
 
     def tail(self, lines: int = 60) -> str:
         try:
@@ -219,15 +228,6 @@ class ComponentProcess:
             self._settled.set()
 
     def _scan(self, line: bytes) -> None:
-        legacy = _LEGACY.get(self.component)
-        if legacy is not None and legacy[0] in line:
-            m = _HOST_PORT.match(line, line.index(legacy[0]) + len(legacy[0]))
-            if m is not None:
-                self.host = m["host"].decode()
-                self.ports[legacy[1]] = int(m["port"])
-                self._ready.set()
-                self._settled.set()
-            return
         if b"kubelite: " not in line:
             return
         if (m := _LISTENING.search(line)) and m["component"].decode() == self.component:
@@ -248,11 +248,11 @@ class ComponentProcess:
         self.send(sig)
         return self.wait()
 
-    def stop(self, *, grace: float = STOP_GRACE) -> int | None:
-        """SIGTERM, then SIGKILL after ``grace`` seconds; the exit status."""
+    def stop(self, *, grace: float | None = None) -> int | None:
+        """SIGTERM, then SIGKILL after ``grace`` seconds (``stop_grace``); the exit status."""
         self.send(signal.SIGTERM)
         try:
-            return self.wait(timeout=grace)
+            return self.wait(timeout=self.stop_grace if grace is None else grace)
         except subprocess.TimeoutExpired:
             return self.kill()
 
@@ -269,7 +269,7 @@ class ComponentProcess:
         """``wait()`` off the event loop."""
         return await asyncio.to_thread(lambda: self.wait(timeout=within))
 
-    async def astop(self, *, grace: float = STOP_GRACE) -> int | None:
+    async def astop(self, *, grace: float | None = None) -> int | None:
         return await asyncio.to_thread(lambda: self.stop(grace=grace))
 
     async def akill(self, sig: signal.Signals = signal.SIGKILL) -> int | None:

@@ -1,4 +1,4 @@
-"""Test harness: watchers that await cluster states, and the resource types the tests use.
+"""What the controller-manager tests name and check: resource types, and predicates on objects.
 
 * The controller-manager processes come from ``kubelite.testing`` (see ``conftest.py``), with
   Kubernetes' leader-election timings (15 s lease, 10 s renew deadline, 2 s retry period) and
@@ -7,22 +7,17 @@
   lost it in the middle of tests about something else. A test of a takeover awaits the Lease
   changing hands on a watch; after SIGTERM the lease is released and the standby takes it
   within a retry period, after SIGKILL the successor waits the 15 s lease out.
-* ``Watcher(client, rt, ...)``: an informer in the test process. ``await
-  watcher.wait_until(predicate, what=...)`` re-evaluates ``predicate(objects)`` after every
-  watch event and returns as soon as it holds — no sleeping, no polling; ``within`` is only a
-  safety net that fails the test with what was being waited for. ``on_event`` callbacks see
-  every change, for invariants that must hold "at every observed moment".
+* States are awaited with ``kubelite.testing.waiting.Watcher``: an informer in the test
+  process whose ``wait_until(predicate, what=...)`` re-evaluates ``predicate(objects)`` after
+  every watch event — no sleeping, no polling.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import Any
 
 from api.registry import REGISTRY, ResourceType
-from client.informer import Informer
-from client.rest import ApiClient
 
 Obj = dict[str, Any]
 
@@ -43,64 +38,6 @@ NAMESPACES = rt("", "Namespace")
 EVENTS = rt("", "Event")
 
 
-class Watcher:
-    """Informer-backed view of one resource in the test process (``async with``)."""
-
-    def __init__(
-        self,
-        client: ApiClient,
-        rt: ResourceType,
-        *,
-        namespace: str | None = None,
-        label_selector: str | None = None,
-        on_event: Callable[[str, Obj], None] | None = None,
-    ) -> None:
-        self.informer = Informer(client, rt, namespace=namespace, label_selector=label_selector)
-        self._changed = asyncio.Event()
-        self._on_event = on_event
-        self._task: asyncio.Task[None] | None = None
-        self.informer.add_handler(
-            on_add=lambda o: self._event("ADDED", o),
-            on_update=lambda _old, o: self._event("MODIFIED", o),
-            on_delete=lambda o: self._event("DELETED", o),
-        )
-
-    def _event(self, type_: str, obj: Obj) -> None:
-        if self._on_event is not None:
-            self._on_event(type_, obj)
-        self._changed.set()
-
-    async def __aenter__(self) -> Watcher:
-        self._task = self.informer.start()
-        await asyncio.wait_for(self.informer.wait_synced(), 30)
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-
-    def objects(self) -> list[Obj]:
-        return self.informer.list()
-
-    def get(self, key: str) -> Obj | None:
-        return self.informer.get(key)
-
-    async def wait_until(
-        self, predicate: Callable[[list[Obj]], bool], *, what: str, within: float = 60.0
-    ) -> list[Obj]:
-        try:
-            async with asyncio.timeout(within):
-                while True:
-                    self._changed.clear()
-                    objects = self.informer.list()
-                    if predicate(objects):
-                        return objects
-                    await self._changed.wait()
-        except TimeoutError:
-            raise AssertionError(f"timed out after {within}s waiting for {what}") from None
-
-
 def active(pod: Obj) -> bool:
     """Counted by a replica set: not terminal, not being deleted."""
     if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
@@ -116,23 +53,51 @@ def owned_by(pod: Obj, owner: Obj) -> bool:
     )
 
 
-def pod_template(labels: dict[str, str], *, image: str = "nginx", **spec: Any) -> Obj:
-    return {
-        "metadata": {"labels": dict(labels)},
-        "spec": {"containers": [{"name": "app", "image": image}], **spec},
-    }
+def ready(pod: Obj) -> bool:
+    """The pod's Ready condition is True."""
+    return any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in (pod.get("status") or {}).get("conditions") or []
+    )
 
 
-def rc_body(name: str, *, replicas: int, labels: dict[str, str] | None = None, **spec: Any) -> Obj:
-    labels = labels or {"app": name}
-    return {
-        "apiVersion": "v1",
-        "kind": "ReplicationController",
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": replicas,
-            "selector": dict(labels),
-            "template": pod_template(labels),
-            **spec,
-        },
-    }
+def ready_of(node: Obj) -> Obj | None:
+    """The node's Ready condition."""
+    return next(
+        (c for c in (node.get("status") or {}).get("conditions") or [] if c["type"] == "Ready"),
+        None,
+    )
+
+
+UNREACHABLE = "node.kubernetes.io/unreachable"
+
+
+def taints_of(node: Obj | None) -> set[tuple[str, str]]:
+    return {(t["key"], t["effect"]) for t in ((node or {}).get("spec") or {}).get("taints") or []}
+
+
+def tolerating_silence(seconds: int) -> list[Obj]:
+    """Tolerations that let a pod stay ``seconds`` on an unreachable or not-ready node."""
+    return [
+        {"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": seconds}
+        for key in (UNREACHABLE, "node.kubernetes.io/not-ready")
+    ]
+
+
+def rolled_out(name: str, *, replicas: int) -> Callable[[list[Obj]], bool]:
+    """What ``kubectl rollout status`` waits for."""
+
+    def check(deployments: list[Obj]) -> bool:
+        for d in deployments:
+            if d["metadata"]["name"] != name:
+                continue
+            s = d.get("status") or {}
+            return (
+                s.get("observedGeneration", 0) >= d["metadata"]["generation"]
+                and s.get("updatedReplicas", 0) == replicas
+                and s.get("replicas", 0) == replicas
+                and s.get("availableReplicas", 0) == replicas
+            )
+        return False
+
+    return check

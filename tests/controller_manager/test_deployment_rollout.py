@@ -6,68 +6,29 @@ history limits; Recreate never overlaps old and new pods; scaling only resizes."
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
 
 import pytest
 
+from kubelite.testing.waiting import Watcher
+from tests import factories
 from tests.controller_manager.conftest import Cluster
-from tests.controller_manager.harness import DEPLOYMENTS, PODS, RSS, Obj, Watcher, active
-from tests.controller_manager.sim_cluster import SimCluster
+from tests.controller_manager.harness import (
+    DEPLOYMENTS,
+    PODS,
+    RSS,
+    Obj,
+    active,
+    ready,
+    rolled_out,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(150)]
 
 REVISION = "deployment.kubernetes.io/revision"
 
 
-def deployment_body(
-    name: str, *, replicas: int, image: str = "nginx", strategy: Obj | None = None, **spec: object
-) -> Obj:
-    labels = {"app": name}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": dict(labels)},
-            "template": {
-                "metadata": {"labels": dict(labels)},
-                "spec": {"containers": [{"name": "app", "image": image}]},
-            },
-            "strategy": strategy or {"type": "RollingUpdate"},
-            **spec,
-        },
-    }
-
-
-def ready(pod: Obj) -> bool:
-    return any(
-        c.get("type") == "Ready" and c.get("status") == "True"
-        for c in (pod.get("status") or {}).get("conditions") or []
-    )
-
-
 def image_of(pod: Obj) -> str:
     return pod["spec"]["containers"][0]["image"]
-
-
-def rolled_out(name: str, *, replicas: int) -> Callable[[list[Obj]], bool]:
-    """What ``kubectl rollout status`` waits for."""
-
-    def check(deployments: list[Obj]) -> bool:
-        for d in deployments:
-            if d["metadata"]["name"] != name:
-                continue
-            s = d.get("status") or {}
-            return (
-                s.get("observedGeneration", 0) >= d["metadata"]["generation"]
-                and s.get("updatedReplicas", 0) == replicas
-                and s.get("replicas", 0) == replicas
-                and s.get("availableReplicas", 0) == replicas
-            )
-        return False
-
-    return check
 
 
 def condition(d: Obj, type_: str) -> Obj:
@@ -89,8 +50,8 @@ async def test_rolling_update_respects_max_unavailable_and_max_surge(cluster: Cl
     armed = {"on": False}
     peak = {"pods": 0}
 
+    await cluster.start_nodes("node1", "node2")
     async with (
-        SimCluster(client, nodes=["node1", "node2"]),
         Watcher(client, PODS, namespace="default", label_selector="app=web") as pods,
         Watcher(client, DEPLOYMENTS, namespace="default") as deployments,
         Watcher(client, RSS, namespace="default") as rss,
@@ -105,8 +66,8 @@ async def test_rolling_update_respects_max_unavailable_and_max_surge(cluster: Cl
             if len(current) > replicas + surge:
                 violations.append(f"{len(current)} pods at once")
 
-        pods._on_event = check
-        body = deployment_body(
+        pods.on_event = check
+        body = factories.deployment(
             "web",
             replicas=replicas,
             strategy={
@@ -170,8 +131,8 @@ async def test_rolling_update_respects_max_unavailable_and_max_surge(cluster: Cl
 async def test_recreate_never_runs_old_and_new_together(cluster: Cluster) -> None:
     client = cluster.client
     overlaps: list[str] = []
+    await cluster.start_nodes("node1")
     async with (
-        SimCluster(client, nodes=["node1"]),
         Watcher(client, PODS, namespace="default", label_selector="app=rec") as pods,
         Watcher(client, DEPLOYMENTS, namespace="default") as deployments,
     ):
@@ -181,8 +142,8 @@ async def test_recreate_never_runs_old_and_new_together(cluster: Cluster) -> Non
             if len(images) > 1:
                 overlaps.append(str(sorted(images)))
 
-        pods._on_event = check
-        body = deployment_body("rec", replicas=3, strategy={"type": "Recreate"})
+        pods.on_event = check
+        body = factories.deployment("rec", replicas=3, strategy={"type": "Recreate"})
         await client.create(DEPLOYMENTS, body, namespace="default")
         await deployments.wait_until(rolled_out("rec", replicas=3), what="first rollout")
         await set_image(cluster, "rec", "busybox")
@@ -203,7 +164,9 @@ async def test_scaling_resizes_without_a_new_replica_set(cluster: Cluster) -> No
         Watcher(client, RSS, namespace="default") as rss,
         Watcher(client, PODS, namespace="default") as pods,
     ):
-        await client.create(DEPLOYMENTS, deployment_body("sc", replicas=2), namespace="default")
+        await client.create(
+            DEPLOYMENTS, factories.deployment("sc", replicas=2), namespace="default"
+        )
         await rss.wait_until(
             lambda o: len(o) == 1 and o[0]["spec"]["replicas"] == 2, what="RS of 2"
         )
@@ -221,13 +184,15 @@ async def test_scaling_resizes_without_a_new_replica_set(cluster: Cluster) -> No
 
 async def test_paused_deployment_does_not_roll_until_resumed(cluster: Cluster) -> None:
     client = cluster.client
+    await cluster.start_nodes("node1")
     async with (
-        SimCluster(client, nodes=["node1"]),
         Watcher(client, DEPLOYMENTS, namespace="default") as deployments,
         Watcher(client, RSS, namespace="default") as rss,
         Watcher(client, PODS, namespace="default", label_selector="app=pz") as pods,
     ):
-        await client.create(DEPLOYMENTS, deployment_body("pz", replicas=2), namespace="default")
+        await client.create(
+            DEPLOYMENTS, factories.deployment("pz", replicas=2), namespace="default"
+        )
         await deployments.wait_until(rolled_out("pz", replicas=2), what="first rollout")
         await client.patch(DEPLOYMENTS, "pz", {"spec": {"paused": True}}, namespace="default")
         await set_image(cluster, "pz", "busybox")

@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 
 from api.registry import REGISTRY
+from kubelite.testing.waiting import Watcher
 from tests.controller_manager.conftest import Cluster
-from tests.controller_manager.harness import NAMESPACES, Watcher
+from tests.controller_manager.harness import NAMESPACES
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 

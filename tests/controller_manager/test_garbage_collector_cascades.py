@@ -8,26 +8,18 @@ from __future__ import annotations
 import pytest
 
 from api.errors import NotFound
+from kubelite.testing.waiting import Watcher
+from tests import factories
 from tests.controller_manager.conftest import Cluster
-from tests.controller_manager.harness import (
-    DEPLOYMENTS,
-    PODS,
-    RCS,
-    RSS,
-    Obj,
-    Watcher,
-    active,
-    owned_by,
-    rc_body,
-)
-from tests.controller_manager.sim_cluster import SimCluster
-from tests.controller_manager.test_deployment_rollout import deployment_body
+from tests.controller_manager.harness import DEPLOYMENTS, PODS, RCS, RSS, Obj, active, owned_by
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
 
 async def _rc_with_pods(cluster: Cluster, pods: Watcher, name: str, replicas: int = 3) -> Obj:
-    rc = await cluster.client.create(RCS, rc_body(name, replicas=replicas), namespace="default")
+    rc = await cluster.client.create(
+        RCS, factories.rc(name, replicas=replicas), namespace="default"
+    )
     await pods.wait_until(
         lambda o: sum(1 for p in o if owned_by(p, rc) and active(p)) == replicas,
         what=f"{replicas} pods of {name}",
@@ -37,8 +29,8 @@ async def _rc_with_pods(cluster: Cluster, pods: Watcher, name: str, replicas: in
 
 async def test_background_deletes_owner_then_dependents(cluster: Cluster) -> None:
     client = cluster.client
+    await cluster.start_nodes("node1")
     async with (
-        SimCluster(client, nodes=["node1"]),
         Watcher(client, PODS, namespace="default") as pods,
     ):
         rc = await _rc_with_pods(cluster, pods, "bg")
@@ -62,8 +54,8 @@ async def test_default_delete_is_background(cluster: Cluster) -> None:
 
 async def test_foreground_waits_for_dependents(cluster: Cluster) -> None:
     client = cluster.client
+    await cluster.start_nodes("node1")
     async with (
-        SimCluster(client, nodes=["node1"]),
         Watcher(client, PODS, namespace="default") as pods,
         Watcher(client, RCS, namespace="default") as rcs,
     ):
@@ -136,7 +128,9 @@ async def test_foreground_through_two_levels_deployment_replicaset_pods(cluster:
         Watcher(client, RSS, namespace="default") as rss,
         Watcher(client, DEPLOYMENTS, namespace="default") as deployments,
     ):
-        await client.create(DEPLOYMENTS, deployment_body("chain", replicas=3), namespace="default")
+        await client.create(
+            DEPLOYMENTS, factories.deployment("chain", replicas=3), namespace="default"
+        )
         await pods.wait_until(lambda o: sum(1 for p in o if active(p)) == 3, what="3 pods")
         await rss.wait_until(lambda o: len(o) == 1, what="the ReplicaSet")
         await client.delete(

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from kubelite.testing.waiting import Watcher
 from tests.controller_manager.conftest import Cluster
-from tests.controller_manager.harness import PODS, RSS, Watcher, active
-from tests.controller_manager.sim_cluster import SimCluster
+from tests.controller_manager.harness import PODS, RSS, active
 from tests.kubectl.harness import kubectl_binary
 
 pytestmark = [pytest.mark.e2e, pytest.mark.kubectl, pytest.mark.timeout(180)]
@@ -82,8 +82,8 @@ async def test_apply_set_image_rollout_status_history_undo(
         pytest.skip("no kubectl on the PATH")
     kubectl = AsyncKubectl(binary, cluster.api.url, tmp_path)
     client = cluster.client
+    await cluster.start_nodes("node1", "node2")
     async with (
-        SimCluster(client, nodes=["node1", "node2"]),
         Watcher(client, PODS, namespace="default", label_selector="app=web") as pods,
         Watcher(client, RSS, namespace="default") as rss,
     ):

@@ -5,20 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from kubelite.testing.waiting import Watcher
+from tests import factories
 from tests.controller_manager.conftest import Cluster
-from tests.controller_manager.harness import (
-    DEPLOYMENTS,
-    EVENTS,
-    NAMESPACES,
-    PODS,
-    RCS,
-    RSS,
-    Watcher,
-    active,
-    rc_body,
-)
-from tests.controller_manager.sim_cluster import SimCluster
-from tests.controller_manager.test_deployment_rollout import deployment_body
+from tests.controller_manager.harness import DEPLOYMENTS, EVENTS, NAMESPACES, PODS, RCS, RSS, active
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
@@ -26,13 +16,13 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 async def test_namespace_is_emptied_then_removed(cluster: Cluster) -> None:
     client = cluster.client
     await client.create(NAMESPACES, {"metadata": {"name": "team"}})
+    await cluster.start_nodes("node1")
     async with (
-        SimCluster(client, nodes=["node1"]),
         Watcher(client, PODS, namespace="team") as pods,
         Watcher(client, NAMESPACES) as namespaces,
     ):
-        await client.create(RCS, rc_body("rc", replicas=2), namespace="team")
-        await client.create(DEPLOYMENTS, deployment_body("dep", replicas=2), namespace="team")
+        await client.create(RCS, factories.rc("rc", replicas=2), namespace="team")
+        await client.create(DEPLOYMENTS, factories.deployment("dep", replicas=2), namespace="team")
         await pods.wait_until(lambda o: sum(1 for p in o if active(p)) == 4, what="4 pods in team")
 
         answer = await client.delete(NAMESPACES, "team")

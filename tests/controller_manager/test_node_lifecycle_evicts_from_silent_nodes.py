@@ -8,37 +8,30 @@ from __future__ import annotations
 
 import pytest
 
+from kubelite.testing.waiting import Watcher
+from tests import factories
 from tests.controller_manager.conftest import Cluster
-from tests.controller_manager.harness import EVENTS, NODES, PODS, RCS, Obj, Watcher, active, rc_body
-from tests.controller_manager.sim_cluster import SimCluster
+from tests.controller_manager.harness import (
+    EVENTS,
+    NODES,
+    PODS,
+    RCS,
+    UNREACHABLE,
+    Obj,
+    active,
+    ready,
+    ready_of,
+    taints_of,
+    tolerating_silence,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(150)]
-
-UNREACHABLE = "node.kubernetes.io/unreachable"
 
 
 @pytest.fixture
 def cm_args() -> tuple[str, ...]:
-    # 6 s of silence against 0.5 s heartbeats: a wide margin on two busy shared cores
+    # 6 s of silence against 1 s heartbeats: a wide margin on two busy shared cores
     return ("--node-monitor-grace-period", "6s", "--node-eviction-rate", "10")
-
-
-def ready_of(node: Obj) -> Obj | None:
-    return next(
-        (c for c in (node.get("status") or {}).get("conditions") or [] if c["type"] == "Ready"),
-        None,
-    )
-
-
-def taints_of(node: Obj | None) -> set[tuple[str, str]]:
-    return {(t["key"], t["effect"]) for t in ((node or {}).get("spec") or {}).get("taints") or []}
-
-
-def ready(pod: Obj) -> bool:
-    return any(
-        c.get("type") == "Ready" and c.get("status") == "True"
-        for c in (pod.get("status") or {}).get("conditions") or []
-    )
 
 
 def node_of(pod: Obj) -> str | None:
@@ -47,14 +40,10 @@ def node_of(pod: Obj) -> str | None:
 
 async def test_silent_node_is_marked_tainted_and_its_pods_move(cluster: Cluster) -> None:
     client = cluster.client
-    body = rc_body("app", replicas=4)
-    body["spec"]["template"]["spec"]["tolerations"] = [
-        {"key": UNREACHABLE, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 2},
-        {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
-         "tolerationSeconds": 2},
-    ]  # fmt: skip
+    body = factories.rc("app", replicas=4)
+    body["spec"]["template"]["spec"]["tolerations"] = tolerating_silence(2)
+    kubelets = await cluster.start_nodes("node1", "node2")
     async with (
-        SimCluster(client, nodes=["node1", "node2"], renew_every=0.5) as sim,
         Watcher(client, PODS, namespace="default") as pods,
         Watcher(client, NODES) as nodes,
     ):
@@ -64,9 +53,9 @@ async def test_silent_node_is_marked_tainted_and_its_pods_move(cluster: Cluster)
             what="4 bound, ready pods",
         )
         on_node1 = {p["metadata"]["name"] for p in got if node_of(p) == "node1"}
-        assert on_node1, "round-robin binding put pods on node1"
+        assert on_node1, "the scheduler spreads the RC's pods over both nodes"
 
-        await sim.stop_kubelet("node1")
+        await kubelets["node1"].akill()
         got = await nodes.wait_until(
             lambda o: (
                 (ready_of(nodes.get("node1") or {}) or {}).get("status") == "Unknown"
@@ -101,7 +90,7 @@ async def test_silent_node_is_marked_tainted_and_its_pods_move(cluster: Cluster)
             what="node1's pods not ready and marked as disrupted by the taint manager",
         )
 
-        await sim.resume_kubelet("node1")
+        await kubelets["node1"].astart()
         await nodes.wait_until(
             lambda o: (
                 taints_of(nodes.get("node1")) == set()
@@ -122,16 +111,16 @@ async def test_silent_node_is_marked_tainted_and_its_pods_move(cluster: Cluster)
 
 async def test_full_disruption_taints_nothing_for_eviction(cluster: Cluster) -> None:
     client = cluster.client
+    kubelets = await cluster.start_nodes("solo")
     async with (
-        SimCluster(client, nodes=["solo"], renew_every=0.5) as sim,
         Watcher(client, PODS, namespace="default") as pods,
         Watcher(client, NODES) as nodes,
     ):
-        await client.create(RCS, rc_body("lonely", replicas=2), namespace="default")
+        await client.create(RCS, factories.rc("lonely", replicas=2), namespace="default")
         await pods.wait_until(
             lambda o: sum(1 for p in o if active(p) and node_of(p)) == 2, what="2 bound pods"
         )
-        await sim.stop_kubelet("solo")
+        await kubelets["solo"].akill()
         await nodes.wait_until(
             lambda o: (UNREACHABLE, "NoSchedule") in taints_of(nodes.get("solo")),
             what="solo Unknown and NoSchedule-tainted",

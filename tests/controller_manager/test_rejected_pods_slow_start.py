@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import pytest
 
+from kubelite.testing.waiting import Watcher
+from tests import factories
 from tests.controller_manager.conftest import Cluster
 from tests.controller_manager.fault_proxy import FaultProxy
-from tests.controller_manager.harness import EVENTS, PODS, RCS, Watcher, active, rc_body
+from tests.controller_manager.harness import EVENTS, PODS, RCS, active
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
@@ -35,7 +37,7 @@ async def test_refused_creates_go_one_at_a_time_then_recover(cluster: Cluster) -
             Watcher(client, RCS, namespace="default") as rcs,
             Watcher(client, PODS, namespace="default") as pods,
         ):
-            await client.create(RCS, rc_body("quota", replicas=5), namespace="default")
+            await client.create(RCS, factories.rc("quota", replicas=5), namespace="default")
             got = await events.wait_until(
                 lambda o: any(e["reason"] == "FailedCreate" and e.get("count", 1) >= 4 for e in o),
                 what="repeated FailedCreate events",

@@ -5,18 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from kubelite.testing.waiting import Watcher
+from tests import factories
 from tests.controller_manager.conftest import Cluster
-from tests.controller_manager.harness import (
-    EVENTS,
-    PODS,
-    RCS,
-    RSS,
-    Obj,
-    Watcher,
-    active,
-    owned_by,
-    rc_body,
-)
+from tests.controller_manager.harness import EVENTS, PODS, RCS, RSS, Obj, active, owned_by
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
@@ -65,7 +57,7 @@ async def test_replicaset_with_set_based_selector(cluster: Cluster) -> None:
 async def test_failed_pod_is_replaced(cluster: Cluster) -> None:
     client = cluster.client
     async with Watcher(client, PODS, namespace="default") as pods:
-        rc = await client.create(RCS, rc_body("crashy", replicas=2), namespace="default")
+        rc = await client.create(RCS, factories.rc("crashy", replicas=2), namespace="default")
 
         def mine(o: list[Obj]) -> list[Obj]:
             return [p for p in o if owned_by(p, rc)]

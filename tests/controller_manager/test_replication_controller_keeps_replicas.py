@@ -6,37 +6,22 @@ from __future__ import annotations
 
 import pytest
 
+from kubelite.testing.waiting import Watcher
+from tests import factories
 from tests.controller_manager.conftest import Cluster
-from tests.controller_manager.harness import (
-    EVENTS,
-    PODS,
-    RCS,
-    Obj,
-    Watcher,
-    active,
-    owned_by,
-    rc_body,
-)
-from tests.controller_manager.sim_cluster import SimCluster
+from tests.controller_manager.harness import EVENTS, PODS, RCS, Obj, active, owned_by, ready
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
 
-def ready(pod: Obj) -> bool:
-    return any(
-        c.get("type") == "Ready" and c.get("status") == "True"
-        for c in (pod.get("status") or {}).get("conditions") or []
-    )
-
-
 async def test_rc_creates_replaces_scales_and_reports_status(cluster: Cluster) -> None:
     client = cluster.client
+    await cluster.start_nodes("node1", "node2")
     async with (
-        SimCluster(client, nodes=["node1", "node2"]),
         Watcher(client, PODS, namespace="default") as pods,
         Watcher(client, RCS, namespace="default") as rcs,
     ):
-        rc = await client.create(RCS, rc_body("web", replicas=3), namespace="default")
+        rc = await client.create(RCS, factories.rc("web", replicas=3), namespace="default")
         peak = {"active": 0}
 
         def mine(objs: list[Obj]) -> list[Obj]:
@@ -45,7 +30,7 @@ async def test_rc_creates_replaces_scales_and_reports_status(cluster: Cluster) -
         def note(_type: str, _obj: Obj) -> None:
             peak["active"] = max(peak["active"], len(mine(pods.objects())))
 
-        pods._on_event = note
+        pods.on_event = note
 
         await pods.wait_until(
             lambda o: len(mine(o)) == 3 and all(ready(p) for p in mine(o)),
@@ -111,7 +96,7 @@ async def test_rc_adopts_orphans_and_releases_relabelled_pods(cluster: Cluster) 
     }
     await client.create(PODS, orphan, namespace="default")
     async with Watcher(client, PODS, namespace="default") as pods:
-        rc = await client.create(RCS, rc_body("db", replicas=2), namespace="default")
+        rc = await client.create(RCS, factories.rc("db", replicas=2), namespace="default")
 
         def mine(objs: list[Obj]) -> list[Obj]:
             return [p for p in objs if owned_by(p, rc) and active(p)]

@@ -13,9 +13,11 @@ from collections import Counter
 
 import pytest
 
+from kubelite.testing.waiting import Watcher
+from tests import factories
 from tests.controller_manager.conftest import Cluster
 from tests.controller_manager.fault_proxy import FaultProxy
-from tests.controller_manager.harness import EVENTS, PODS, RCS, Obj, Watcher, active, rc_body
+from tests.controller_manager.harness import EVENTS, PODS, RCS, Obj, active
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -63,7 +65,7 @@ async def test_hundred_rcs_scaled_concurrently_never_exceed_replicas(cluster: Cl
     async with Watcher(client, PODS, namespace="default", on_event=peak) as pods:
         peak.watcher = pods
         rcs = await asyncio.gather(
-            *(client.create(RCS, rc_body(n, replicas=0), namespace="default") for n in names)
+            *(client.create(RCS, factories.rc(n, replicas=0), namespace="default") for n in names)
         )
         uids = {rc["metadata"]["uid"] for rc in rcs}
 
@@ -108,7 +110,7 @@ async def test_controller_manager_killed_mid_scale_converges_without_duplicates(
     ):
         peak.watcher = pods
         first = cluster.new_cm(server=proxy.url).start()
-        rc = await client.create(RCS, rc_body("big", replicas=10), namespace="default")
+        rc = await client.create(RCS, factories.rc("big", replicas=10), namespace="default")
         uid = rc["metadata"]["uid"]
         await pods.wait_until(lambda o: peak.counts()[uid] == 10, what="the first 10 pods")
         proxy.refuse("POST", r"/api/v1/namespaces/default/pods", QUOTA)
