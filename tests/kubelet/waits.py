@@ -1,7 +1,7 @@
 """What the kubelet's e2e tests await, and the teardown that leaves no container behind.
 
-Pod progress is awaited through the apiserver's watch (``wait_for_object``), never by
-sleeping; a process exit is awaited through a pidfd (``wait_process_exit``).
+Pod progress is awaited through the apiserver's watch (``wait_for_object``, on
+``kubelite.testing.waiting.Watcher``), never by sleeping; a process exit is awaited through a pidfd (``wait_process_exit``).
 ``kill_container_processes`` is the teardown that guarantees no orphan outlives a test. The
 kubelet processes themselves come from ``kubelite.testing`` (``kubelite_processes.kubelet``).
 """
@@ -20,6 +20,7 @@ from typing import Any
 from api.errors import NotFound
 from api.registry import REGISTRY, ResourceType
 from client.rest import ApiClient
+from kubelite.testing.waiting import Watcher
 
 __all__ = [
     "kill_container_processes",
@@ -46,24 +47,15 @@ async def wait_for_object(
     namespace: str | None = None,
     within: float = 30.0,
 ) -> Obj | None:
-    """List, then watch ``name`` until ``predicate(obj)`` holds (``obj`` None once deleted)."""
-    selector = f"metadata.name={name}"
-    async with asyncio.timeout(within):
-        while True:
-            listed = await client.list(rt, namespace=namespace, field_selector=selector)
-            current: Obj | None = listed["items"][0] if listed["items"] else None
-            if predicate(current):
-                return current
-            rv = listed["metadata"]["resourceVersion"]
-            async with client.watch(
-                rt, namespace=namespace, field_selector=selector, resource_version=rv
-            ) as stream:
-                async for event in stream:
-                    if event.type == "BOOKMARK":
-                        continue
-                    current = None if event.type == "DELETED" else event.object
-                    if predicate(current):
-                        return current
+    """Watch ``name`` until ``predicate(obj)`` holds (``obj`` None once deleted); that obj."""
+    key = f"{namespace}/{name}" if namespace else name
+    async with Watcher(
+        client, rt, namespace=namespace, field_selector=f"metadata.name={name}"
+    ) as watcher:
+        await watcher.wait_until(
+            lambda _o: predicate(watcher.get(key)), what=f"{rt.kind} {key}", within=within
+        )
+        return watcher.get(key)
 
 
 async def wait_process_exit(pid: int, *, within: float = 30.0) -> None:

@@ -3,7 +3,8 @@
 ``Cluster`` wraps an ``ApiClient`` with the few writes the tests need (plain Ready nodes, pods,
 labels) and a pods + events watch (``client.informer.Informer``) that tests *await*:
 ``await cluster.until(lambda: ..., within=...)`` re-checks its condition on every watch event,
-never on a timer, and fails with a description of what it saw if the time runs out.
+never on a timer (``kubelite.testing.waiting.Changes``), and fails with a description of what
+it saw if the time runs out.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 from api.registry import REGISTRY
 from client.informer import Informer
 from client.rest import ApiClient
+from kubelite.testing.waiting import Changes
 from tests.factories import node, sched_pod
 
 PODS = REGISTRY.by_kind("", "Pod")
@@ -31,24 +33,21 @@ class Cluster:
         self.events = Informer(client, EVENTS, name="test events")
         self.node_history: dict[str, list[str]] = {}
         """Pod key -> every distinct spec.nodeName it had, in order (to see re-bindings)."""
-        self._changed = asyncio.Event()
-        for informer in (self.pods, self.events):
-            informer.add_handler(
-                on_add=lambda o: self._saw(o),
-                on_update=lambda _o, n: self._saw(n),
-                on_delete=lambda o: self._saw(o),
-            )
+        self.changes = Changes(self.pods, self.events, describe=lambda: f"pods: {self.summary()}")
+        self.pods.add_handler(
+            on_add=lambda o: self._saw(o),
+            on_update=lambda _o, n: self._saw(n),
+            on_delete=lambda o: self._saw(o),
+        )
         self._tasks: list[asyncio.Task[None]] = []
 
-    def _saw(self, obj: dict[str, Any]) -> None:
-        if obj.get("kind", "Pod") == "Pod" and "containers" in (obj.get("spec") or {}):
-            meta = obj["metadata"]
-            key = f"{meta['namespace']}/{meta['name']}"
-            node = (obj.get("spec") or {}).get("nodeName") or ""
-            history = self.node_history.setdefault(key, [])
-            if node and (not history or history[-1] != node):
-                history.append(node)
-        self._changed.set()
+    def _saw(self, pod: dict[str, Any]) -> None:
+        meta = pod["metadata"]
+        key = f"{meta['namespace']}/{meta['name']}"
+        node_name = (pod.get("spec") or {}).get("nodeName") or ""
+        history = self.node_history.setdefault(key, [])
+        if node_name and (not history or history[-1] != node_name):
+            history.append(node_name)
 
     async def start(self) -> None:
         self._tasks = [self.pods.start(), self.events.start()]
@@ -60,17 +59,7 @@ class Cluster:
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
     async def until(self, condition: Callable[[], bool], *, within: float, what: str) -> None:
-        async def wait() -> None:
-            while not condition():
-                self._changed.clear()
-                await self._changed.wait()
-
-        try:
-            await asyncio.wait_for(wait(), within)
-        except TimeoutError:
-            raise AssertionError(
-                f"timed out after {within}s waiting for {what}; pods: {self.summary()}"
-            ) from None
+        await self.changes.until(condition, what=what, within=within)
 
     # ---- reads -----------------------------------------------------------------------------
 
