@@ -9,9 +9,10 @@ its own OS process, on free loopback ports, with its state in a temporary direct
 
 What it owns:
 
-* ``Component``: one process; its stderr is pumped (by a named task) into a log file under the
-  work dir and scanned for the component's ready line; ``rss_bytes()`` and ``cpu_seconds()`` read
-  ``/proc/<pid>``; ``stop()`` is SIGTERM, then SIGKILL after 10 s;
+* each process is a ``kubelite.testing.ComponentProcess`` (the tests' launcher): its output
+  copied into a log file under the work dir, started once its ready line is printed, its port
+  read back from it; ``rss_bytes()`` and ``cpu_seconds()`` read ``/proc/<pid>``; ``stop()`` is
+  SIGTERM, then SIGKILL after its grace;
 * ``Cluster``: the components and the apiserver URL; ``wait_nodes_ready(n)`` watches nodes
   (an informer, no polling) until ``n`` report ``Ready=True``;
 * ``running_cluster(...)``: the async context manager that starts apiserver -> scheduler ->
@@ -33,9 +34,7 @@ import asyncio
 import contextlib
 import logging
 import os
-import re
 import signal
-import subprocess
 import time
 from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -47,10 +46,11 @@ from bench.profile import profiling
 from client.informer import Informer
 from client.rest import ApiClient
 from kubelite import commands
+from kubelite.testing import components
+from kubelite.testing.process import ComponentFailed, ComponentProcess
 
 __all__ = [
     "Cluster",
-    "Component",
     "ComponentFailed",
     "Runtime",
     "kill_leftover_containers",
@@ -75,119 +75,22 @@ def resource(group: str, kind: str) -> ResourceType:
 
 
 NODES = resource("", "Node")
-# the components' ready lines (component.ready)
-_APISERVER_READY = re.compile(rb"kubelite: apiserver api listening on (http://127\.0\.0\.1:\d+)")
-_SCHEDULER_READY = re.compile(rb"kubelite: scheduler health listening on (http://127\.0\.0\.1:\d+)")
-_CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-class ComponentFailed(RuntimeError):
-    """A component exited or never became ready; the message carries its log's tail."""
-
-
-@dataclass(slots=True)
-class Component:
-    """One kubelite process: started, pumped into a log file, measured, stopped."""
-
-    name: str
-    argv: list[str]
-    log_path: Path
-    ready: re.Pattern[bytes] | None = None
-    """Pattern of the line that says the process is serving; group 1, if any, is its URL."""
-    url: str | None = None
-    stop_within: float = 10.0
-    """Seconds between SIGTERM and SIGKILL (a process kubelet stops its containers first)."""
-    process: asyncio.subprocess.Process | None = None
-    _ready: asyncio.Event = field(default_factory=asyncio.Event)
-    _pump: asyncio.Task[None] | None = None
-
-    @property
-    def pid(self) -> int:
-        assert self.process is not None, f"{self.name} not started"
-        return self.process.pid
-
-    async def start(self, *, within: float = 60.0) -> None:
-        self.process = await asyncio.create_subprocess_exec(
-            *self.argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )  # fmt: skip
-        self._pump = asyncio.create_task(self._copy_log(), name=f"log pump {self.name}")
-        if self.ready is None:
-            return
-        exited = asyncio.create_task(self.process.wait(), name=f"exit watch {self.name}")
-        ready = asyncio.create_task(self._ready.wait(), name=f"ready watch {self.name}")
-        try:
-            done, _ = await asyncio.wait({exited, ready}, timeout=within,
-                                         return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
-        finally:
-            exited.cancel()
-            ready.cancel()
-        if ready not in done:
-            raise ComponentFailed(f"{self.name} not ready in {within:.0f}s:\n{self.log_tail()}")
-
-    async def _copy_log(self) -> None:
-        assert self.process is not None and self.process.stderr is not None
-        with self.log_path.open("ab") as out:
-            while line := await self.process.stderr.readline():
-                out.write(line)
-                if not self._ready.is_set() and self.ready is not None:
-                    match = self.ready.search(line)
-                    if match:
-                        self.url = match.group(1).decode() if match.groups() else None
-                        out.flush()
-                        self._ready.set()
-
-    def log_tail(self, chars: int = 3000) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")[-chars:]
-        except FileNotFoundError:
-            return "(no log)"
-
-    def running(self) -> bool:
-        return self.process is not None and self.process.returncode is None
-
-    def rss_bytes(self) -> int:
-        """Resident set size from ``/proc/<pid>/status`` (VmRSS)."""
-        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-        raise ComponentFailed(f"{self.name}: no VmRSS in /proc/{self.pid}/status")
-
-    def cpu_seconds(self) -> float:
-        """User + system CPU time so far, from ``/proc/<pid>/stat``."""
-        stat = Path(f"/proc/{self.pid}/stat").read_text()
-        fields = stat[stat.rindex(")") + 2 :].split()
-        return (int(fields[11]) + int(fields[12])) / _CLK_TCK  # utime, stime
-
-    async def stop(self) -> None:
-        if self.process is not None and self.process.returncode is None:
-            self.process.terminate()
-            try:
-                await asyncio.wait_for(self.process.wait(), self.stop_within)
-            except TimeoutError:
-                log.warning("%s ignored SIGTERM for %.0fs; killing it", self.name, self.stop_within)
-                self.process.kill()
-                await self.process.wait()
-        if self._pump is not None:
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.wait_for(self._pump, 5)
 
 
 @dataclass(slots=True)
 class Cluster:
     workdir: Path
-    components: list[Component] = field(default_factory=list)
+    components: list[ComponentProcess] = field(default_factory=list)
 
     @property
-    def apiserver(self) -> Component:
+    def apiserver(self) -> ComponentProcess:
         return self.components[0]
 
     @property
     def url(self) -> str:
-        assert self.apiserver.url is not None
         return self.apiserver.url
 
-    def component(self, name: str) -> Component:
+    def component(self, name: str) -> ComponentProcess:
         for c in self.components:
             if c.name == name:
                 return c
@@ -195,18 +98,18 @@ class Cluster:
 
     def check_alive(self) -> None:
         for c in self.components:
-            if not c.running():
-                raise ComponentFailed(f"{c.name} exited:\n{c.log_tail()}")
+            if not c.running:
+                raise ComponentFailed(f"{c.name} exited:\n{c.tail()}")
 
     def rss(self) -> dict[str, int]:
-        return {c.name: c.rss_bytes() for c in self.components if c.running()}
+        return {c.name: c.rss_bytes() for c in self.components if c.running}
 
     def cpu(self) -> dict[str, float]:
-        return {c.name: c.cpu_seconds() for c in self.components if c.running()}
+        return {c.name: c.cpu_seconds() for c in self.components if c.running}
 
-    async def add(self, component: Component, *, within: float = 60.0) -> Component:
+    async def add(self, component: ComponentProcess) -> ComponentProcess:
         self.components.append(component)
-        await component.start(within=within)
+        await component.astart()
         return component
 
     async def wait_nodes_ready(self, count: int, *, within: float) -> float:
@@ -249,7 +152,7 @@ class Cluster:
     async def stop(self) -> None:
         for component in reversed(self.components):
             try:
-                await component.stop()
+                await component.astop()
             except Exception:
                 log.exception("stopping %s failed; going on with the rest", component.name)
 
@@ -342,32 +245,23 @@ async def running_cluster(
     cluster = Cluster(workdir=workdir)
     quiet = "WARNING"
     try:
-        await cluster.add(Component(
-            "apiserver",
-            commands.apiserver(
-                store=_store_url(store, workdir), state_dir=workdir / "apiserver", port=0,
-                # the apiserver's own default unless asked: RSS figures must be those of a
-                # default install
-                watch_cache_size=watch_cache_size, log_level=quiet, extra=extra_apiserver_args,
-            ).python(),
-            workdir / "apiserver.log", _APISERVER_READY,
+        # the apiserver's own watch cache size unless asked: RSS figures must be those of a
+        # default install
+        cache = [f"--watch-cache-size={watch_cache_size}"] if watch_cache_size else []
+        await cluster.add(components.apiserver(
+            store=_store_url(store, workdir), state_dir=workdir / "apiserver",
+            log_path=workdir / "apiserver.log", cwd=ROOT,
+            args=[*cache, f"--log-level={quiet}", *extra_apiserver_args],
         ))  # fmt: skip
         server = cluster.url
+        quietly = ["--leader-elect=false", f"--log-level={quiet}"]
         if scheduler:
-            await cluster.add(Component(
-                "scheduler",
-                commands.scheduler(
-                    server=server, healthz_port=0, leader_elect=False, log_level=quiet
-                ).python(),
-                workdir / "scheduler.log", _SCHEDULER_READY,
+            await cluster.add(components.scheduler(
+                server=server, log_path=workdir / "scheduler.log", args=quietly, cwd=ROOT
             ))  # fmt: skip
         if controller_manager:
-            await cluster.add(Component(
-                "controller-manager",
-                commands.controller_manager(
-                    server=server, healthz_port=0, leader_elect=False, log_level=quiet
-                ).python(),
-                workdir / "controller-manager.log",
+            await cluster.add(components.controller_manager(
+                server=server, log_path=workdir / "controller-manager.log", args=quietly, cwd=ROOT
             ))  # fmt: skip
         processes = nodes if runtime == "process" else kubelet_processes
         per_process = [nodes // processes + (i < nodes % processes) for i in range(processes)]
@@ -378,9 +272,11 @@ async def running_cluster(
                                 sim_start_delay=sim_start_delay,
                                 extra=("--log-level=WARNING",))  # fmt: skip
             # a process kubelet stops its containers (10 s grace each, in parallel) first
-            stop_within = 30.0 if runtime == "process" else 10.0
-            await cluster.add(Component(name, argv, workdir / f"{name}.log",
-                                        stop_within=stop_within))  # fmt: skip
+            stop_grace = 30.0 if runtime == "process" else 10.0
+            await cluster.add(ComponentProcess(
+                argv, name=name, component="kubelet", endpoint="server",
+                log_path=workdir / f"{name}.log", cwd=ROOT, stop_grace=stop_grace,
+            ))  # fmt: skip
         if nodes:
             await cluster.wait_nodes_ready(nodes, within=60 + nodes / 10)
         async with contextlib.AsyncExitStack() as profilers:

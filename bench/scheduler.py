@@ -32,21 +32,21 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import re
-import socket
-import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from api.registry import REGISTRY, ResourceType
 from client.informer import Informer
 from client.rest import ApiClient
-from kubelite import commands
+from kubelite.testing import components
+from kubelite.testing.waiting import poll_until
 
 _pods, _nodes = REGISTRY.by_kind("", "Pod"), REGISTRY.by_kind("", "Node")
 assert _pods is not None and _nodes is not None
@@ -56,7 +56,6 @@ NODES: ResourceType = _nodes
 REPO = Path(__file__).resolve().parents[1]
 ANCHOR = 270.0
 """kube-scheduler's scheduler_perf CI floor, pods/s, in-process, 5,000 nodes."""
-_READY = re.compile(rb"listening on http://127\.0\.0\.1:(\d+)|serving on http://127\.0\.0\.1:(\d+)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,78 +75,13 @@ class Result:
         return self.pods / self.seconds if self.seconds > 0 else float("inf")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far (Linux ``/proc``; 0 elsewhere)."""
+def _readyz(url: str) -> bool:
+    """Whether the scheduler's /readyz says its informers synced."""
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
+        with urllib.request.urlopen(f"{url}/readyz", timeout=5) as resp:
+            return bool(resp.status == 200)
     except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _ready_port(log: Path) -> int | None:
-    m = _READY.search(log.read_bytes())
-    return None if m is None else int(m.group(1) or m.group(2))
-
-
-async def _wait_ready(client: ApiClient, port: int) -> None:
-    """Until the scheduler's /readyz says its informers synced (bounded poll)."""
-    url = f"http://127.0.0.1:{port}/readyz"
-    for _ in range(1200):
-        async with client.session.get(url) as resp:
-            if resp.status == 200:
-                return
-        await asyncio.sleep(0.05)
-    raise RuntimeError("scheduler never became ready")
-
-
-class Proc:
-    """A component subprocess whose output goes to a log file; started with its ready line."""
-
-    def __init__(self, args: list[str], log: Path) -> None:
-        self.log = log
-        self.args = args
-        self.proc: asyncio.subprocess.Process | None = None
-        self.port = 0
-        """The port its ready line named."""
-
-    @property
-    def cpu(self) -> float:
-        return _cpu_seconds(self.proc.pid) if self.proc is not None else 0.0
-
-    async def start(self) -> None:
-        with self.log.open("wb") as out:
-            self.proc = await asyncio.create_subprocess_exec(
-                *self.args, stdout=out, stderr=subprocess.STDOUT, cwd=REPO,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            )  # fmt: skip
-        deadline = time.monotonic() + 60.0
-        while time.monotonic() < deadline:
-            if self.proc.returncode is not None:
-                raise RuntimeError(f"{self.args[2]} exited: see {self.log}")
-            port = _ready_port(self.log)
-            if port is not None:
-                self.port = port
-                return
-            await asyncio.sleep(0.05)  # bounded wait for the ready line
-        raise RuntimeError(f"{self.args[2]} not ready: see {self.log}")
-
-    async def stop(self) -> None:
-        if self.proc is None or self.proc.returncode is not None:
-            return
-        self.proc.terminate()
-        try:
-            await asyncio.wait_for(self.proc.wait(), 15)
-        except TimeoutError:
-            self.proc.kill()
-            await self.proc.wait()
+        return False
 
 
 def _node(name: str) -> dict[str, Any]:
@@ -234,24 +168,18 @@ def store_url(store: str, *, workdir: Path, case: str) -> str:
 async def run_case(
     pods: int, nodes: int, phase: str, *, concurrency: int, workdir: Path, store: str = "sqlite"
 ) -> Result:
-    api_port = _free_port()
     case = f"{pods}x{nodes}-{phase}"
-    api = Proc(
-        commands.apiserver(
-            store=store_url(store, workdir=workdir, case=f"store-{case}"), port=api_port,
-            state_dir=workdir / f"state-{case}", log_level="WARNING",
-            watch_cache_size=max(10_000, 4 * pods),
-        ).python(),
-        workdir / f"apiserver-{case}.log",
+    api = components.apiserver(
+        store=store_url(store, workdir=workdir, case=f"store-{case}"),
+        state_dir=workdir / f"state-{case}", log_path=workdir / f"apiserver-{case}.log",
+        args=[f"--watch-cache-size={max(10_000, 4 * pods)}", "--log-level=WARNING"], cwd=REPO,
     )  # fmt: skip
-    server = f"http://127.0.0.1:{api_port}"
-    sched = Proc(
-        commands.scheduler(
-            server=server, healthz_port=0, leader_elect=False, log_level="WARNING"
-        ).python(),
-        workdir / f"scheduler-{case}.log",
+    await api.astart()
+    server = api.url
+    sched = components.scheduler(
+        server=server, log_path=workdir / f"scheduler-{case}.log",
+        args=["--leader-elect=false", "--log-level=WARNING"], cwd=REPO,
     )  # fmt: skip
-    await api.start()
     try:
         async with ApiClient(server=server) as client:
             await _create_all(
@@ -264,33 +192,42 @@ async def run_case(
             try:
                 if phase == "backlog":
                     await _create_all(client, (_pod(n) for n in names), PODS, concurrency)
-                    api_cpu = api.cpu
+                    api_cpu = api.cpu_seconds()
                     started = time.perf_counter()
-                    await sched.start()
+                    await sched.astart()
                     await asyncio.wait_for(watch.done.wait(), timeout=max(120.0, pods / 20))
                     assert watch.first is not None and watch.last is not None
                     return Result(
                         pods, nodes, phase, watch.last - watch.first, watch.first - started,
-                        sched.cpu, api.cpu - api_cpu,
+                        sched.cpu_seconds(), api.cpu_seconds() - api_cpu,
                     )  # fmt: skip
-                api_cpu = api.cpu
+                api_cpu = api.cpu_seconds()
                 started = time.perf_counter()
-                await sched.start()
-                await _wait_ready(client, sched.port)
+                await sched.astart()
+                # synced informers have no line to await: /readyz is asked (the one poll)
+                await asyncio.to_thread(
+                    poll_until, partial(_readyz, sched.url), what="scheduler /readyz", every=0.05
+                )
                 startup = time.perf_counter() - started
                 created = time.perf_counter()
                 await _create_all(client, (_pod(n) for n in names), PODS, concurrency)
                 await asyncio.wait_for(watch.done.wait(), timeout=max(120.0, pods / 20))
                 assert watch.last is not None
                 return Result(
-                    pods, nodes, phase, watch.last - created, startup, sched.cpu, api.cpu - api_cpu
+                    pods,
+                    nodes,
+                    phase,
+                    watch.last - created,
+                    startup,
+                    sched.cpu_seconds(),
+                    api.cpu_seconds() - api_cpu,
                 )
             finally:
                 watch_task.cancel()
                 await asyncio.gather(watch_task, return_exceptions=True)
     finally:
-        await sched.stop()
-        await api.stop()
+        await sched.astop()
+        await api.astop()
 
 
 def _cases(text: str) -> list[tuple[int, int]]:

@@ -24,14 +24,15 @@ any number of tests and control planes can run side by side on one host.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
 from kubelite.testing import components
 from kubelite.testing.process import ComponentFailed, ComponentProcess
+
+pytest_plugins = ["kubelite.testing.fixtures"]
+"""The fixtures live apart, so the launcher imports without pytest (the benchmarks use it)."""
 
 __all__ = [
     "ComponentFailed",
@@ -130,28 +131,3 @@ class ControlPlane:
     url: str
     kubeconfig: Path
     processes: Processes
-
-
-@pytest.fixture
-def kubelite_processes(tmp_path: Path) -> Iterator[Processes]:
-    processes = Processes(tmp_path)
-    try:
-        yield processes
-    finally:
-        processes.stop_all()
-
-
-@pytest.fixture
-def kubelite_apiserver(kubelite_processes: Processes) -> ComponentProcess:
-    return kubelite_processes.apiserver(store="memory://")
-
-
-@pytest.fixture
-def kubelite_control_plane(kubelite_processes: Processes, tmp_path: Path) -> ControlPlane:
-    api = kubelite_processes.apiserver(store="memory://")
-    kubelite_processes.scheduler(api.url)
-    kubelite_processes.controller_manager(api.url)
-    kubelite_processes.kubelet(api.url, "sim", args=["--nodes", "2"])
-    path = tmp_path / "kubeconfig"
-    path.write_text(kubeconfig(api.url))
-    return ControlPlane(url=api.url, kubeconfig=path, processes=kubelite_processes)

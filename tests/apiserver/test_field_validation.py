@@ -23,7 +23,7 @@ from kubelite.testing import ComponentProcess, Processes
 from services.apiserver.fieldvalidation import unknown_fields
 from tests.apiserver.conftest import Api, MakeApi
 from tests.factories import pod
-from tests.kubectl.harness import Kubectl, kubectl_binary
+from tests.kubectl.harness import Kubectl
 
 Obj = dict[str, Any]
 PODS = "/api/v1/namespaces/default/pods"
@@ -287,12 +287,7 @@ def apiserver(session_processes: Processes) -> ComponentProcess:
 def test_kubectl_strict_by_default_warn_and_false(
     apiserver: ComponentProcess, tmp_path: Path
 ) -> None:
-    binary = kubectl_binary()
-    assert binary is not None
-    (tmp_path / "cache").mkdir()
-    kubectl = Kubectl(
-        binary=binary, server=apiserver.url, cache_dir=tmp_path / "cache", workdir=tmp_path
-    )
+    kubectl = Kubectl.on(apiserver.url, workdir=tmp_path)
 
     refused = kubectl("apply", "-f", "-", stdin=TYPO, check=False)
     assert refused.returncode == 1

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from kubelite.testing import ComponentProcess, Processes
-from tests.kubectl.harness import Kubectl, kubectl_binary
+from tests.kubectl.harness import Kubectl
 
 
 @pytest.fixture(scope="session")
@@ -18,9 +18,4 @@ def kubectl_apiserver(session_processes: Processes) -> ComponentProcess:
 
 @pytest.fixture
 def kubectl(kubectl_apiserver: ComponentProcess, tmp_path: Path) -> Kubectl:
-    binary = kubectl_binary()
-    if binary is None:
-        pytest.skip("no kubectl on the PATH")
-    cache = tmp_path / "kube-cache"
-    cache.mkdir()
-    return Kubectl(binary=binary, server=kubectl_apiserver.url, cache_dir=cache, workdir=tmp_path)
+    return Kubectl.on(kubectl_apiserver.url, workdir=tmp_path)

@@ -43,6 +43,17 @@ class Kubectl:
     cache_dir: Path
     workdir: Path
 
+    @classmethod
+    def on(cls, server: str, *, workdir: Path, minor: int = 32) -> Kubectl:
+        """kubectl 1.``minor`` against ``server``, its cache in ``workdir``; the test is
+        skipped when that kubectl is not installed."""
+        binary = kubectl_binary(minor)
+        if binary is None:
+            pytest.skip(f"kubectl 1.{minor} is not installed")
+        cache = workdir / "kube-cache"
+        cache.mkdir(exist_ok=True)
+        return cls(binary=binary, server=server, cache_dir=cache, workdir=workdir)
+
     def __call__(
         self, *args: str, stdin: str | None = None, check: bool = True
     ) -> subprocess.CompletedProcess[str]:

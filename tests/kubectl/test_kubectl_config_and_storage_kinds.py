@@ -125,7 +125,7 @@ def test_get_sa_sc_pv_pvc_print_kubernetes_columns(kubectl: Kubectl) -> None:
             "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "store-pv"},
             "spec": {
                 "capacity": {"storage": "2Gi"}, "accessModes": ["ReadWriteOnce"],
-                "hostPath": {"path": "/srv/store"}, "storageClassName": "manual",
+                "hostPath": {"path": "/var/local/pv-store"}, "storageClassName": "manual",
             },
         },
         {

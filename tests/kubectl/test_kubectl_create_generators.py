@@ -17,7 +17,7 @@ import pytest
 
 from kubelite.testing import ComponentProcess
 from tests import factories
-from tests.kubectl.harness import Kubectl, kubectl_binary
+from tests.kubectl.harness import Kubectl
 
 pytestmark = pytest.mark.kubectl
 
@@ -126,13 +126,7 @@ def test_other_kubectl_minors_create_namespaces_and_deployments(
     minor: int, kubectl_apiserver: ComponentProcess, tmp_path: Path
 ) -> None:
     """1.33 sends protobuf like 1.32; 1.31 still sends JSON. Both must work."""
-    binary = kubectl_binary(minor)
-    if binary is None:
-        pytest.skip(f"kubectl 1.{minor} is not installed")
-    (tmp_path / "cache").mkdir()
-    kubectl = Kubectl(
-        binary=binary, server=kubectl_apiserver.url, cache_dir=tmp_path / "cache", workdir=tmp_path
-    )
+    kubectl = Kubectl.on(kubectl_apiserver.url, workdir=tmp_path, minor=minor)
     ns = f"gen-minor-{minor}"
     assert kubectl("create", "namespace", ns).stdout.strip() == f"namespace/{ns} created"
     done = kubectl("create", "deployment", "web", "-n", ns, "--image=nginx", "--replicas=2")

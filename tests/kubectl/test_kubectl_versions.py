@@ -13,7 +13,7 @@ import pytest
 
 from kubelite.testing import ComponentProcess
 from tests import factories
-from tests.kubectl.harness import Kubectl, kubectl_binary
+from tests.kubectl.harness import Kubectl
 
 pytestmark = pytest.mark.kubectl
 
@@ -22,13 +22,7 @@ pytestmark = pytest.mark.kubectl
 def test_kubectl_minor_applies_lists_and_labels(
     minor: int, kubectl_apiserver: ComponentProcess, tmp_path: Path
 ) -> None:
-    binary = kubectl_binary(minor)
-    if binary is None:
-        pytest.skip(f"kubectl 1.{minor} is not installed")
-    (tmp_path / "cache").mkdir()
-    kubectl = Kubectl(
-        binary=binary, server=kubectl_apiserver.url, cache_dir=tmp_path / "cache", workdir=tmp_path
-    )
+    kubectl = Kubectl.on(kubectl_apiserver.url, workdir=tmp_path, minor=minor)
     ns = f"minor-{minor}"
     assert kubectl.apply(factories.namespace(ns)).stdout.strip() == f"namespace/{ns} created"
     created = kubectl.apply(factories.sleeper("p", image="busybox:1.36"), "-n", ns)

@@ -44,7 +44,7 @@ import yaml
 
 from api.registry import REGISTRY
 from services.apiserver.fieldvalidation import unknown_fields
-from tests.e2e.cluster import NODES, Cluster, http_get, running
+from tests.e2e.cluster import NODES, Cluster, http_get, running, started_cluster
 from tests.kubectl.harness import kubectl_binary
 
 pytestmark = [
@@ -357,16 +357,8 @@ def columns(table: str) -> list[dict[str, str]]:
 async def seed_cluster(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Cluster]:
     if shutil.which("kubectl") is None:
         pytest.skip(NO_KUBECTL)
-    c = Cluster(root=tmp_path_factory.mktemp("seed-cluster"))
-    try:
-        try:
-            await c.start_all()
-        except Exception as exc:
-            tails = "\n".join(f"===== {x.name}\n{x.tail()}" for x in c.components.values())
-            raise AssertionError(f"the cluster did not come up: {exc}\n{tails}") from exc
+    async with started_cluster(tmp_path_factory.mktemp("seed-cluster")) as c:
         yield c
-    finally:
-        await c.stop()
 
 
 def kubeconfig(*, server: str, namespace: str) -> str:
