@@ -333,7 +333,7 @@ async def test_volume_defaults_status_and_table(api: Api) -> None:
         "spec": {
             "capacity": {"storage": "5Gi"},
             "accessModes": ["ReadWriteMany", "ReadWriteOnce"],
-            "hostPath": {"path": "/srv/data"},
+            "hostPath": {"path": "/var/local/pv-data"},
             "storageClassName": "manual",
             "claimRef": {"namespace": "default", "name": "data"},
         },
