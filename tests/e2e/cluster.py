@@ -22,9 +22,9 @@ What it offers a test:
   ``/proc`` (each container is its own process group carrying ``POD_NAME``/``POD_IP``).
 
 Processes are ``kubelite.testing.ComponentProcess``es: the apiserver starts on port 0 and the
-others get the port it printed. Limits: Linux only (``/proc``, pidfds). Waiting for a fresh
-apiserver reads its ready line from its output — an event — but a pod's web server gets a bounded connect retry, as nothing
-announces that it has bound its port (the kubelet has no readiness probes yet).
+others get the port it printed; each start returns once the component printed its ready line
+(an event). Limits: Linux only (``/proc``, pidfds). A pod's web server gets a bounded connect
+retry, as nothing announces that it has bound its port.
 """
 
 from __future__ import annotations
@@ -34,10 +34,10 @@ import contextlib
 import ipaddress
 import os
 import random
+import re
 import signal
-import socket
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import replace
 from ipaddress import IPv4Network
 from pathlib import Path
@@ -49,17 +49,20 @@ from api.registry import REGISTRY
 from client.informer import Informer
 from client.rest import ApiClient
 from kubelite.testing import ComponentProcess
+from kubelite.testing.waiting import Changes
 from kubelite.up import Options, node_names, plan
 
 __all__ = [
     "Cluster",
     "ClusterView",
+    "banner_api_url",
     "http_get",
     "leftover_processes",
     "loopback_pod_cidr",
     "phase",
     "pod_processes",
     "running",
+    "started_cluster",
 ]
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,18 +74,18 @@ assert PODS and NODES and RCS
 Obj = dict[str, Any]
 
 START_TIMEOUT = 45.0
-"""Seconds a fresh apiserver gets to print its listening line (2 shared cores, busy)."""
+"""Seconds a component gets to print its ready line (2 shared cores, busy)."""
 STOP_GRACE = 25.0
 """SIGTERM -> SIGKILL for a component at teardown; kubelets stop their pods (10 s each) first."""
 
 
-def up_port() -> int:
-    """A free loopback port for ``kubelite up --port`` and the compose file, which cannot yet
-    report the port they bound (issue 15: ``kubelite up`` will print its ports in its banner;
-    then this goes). Bind-release-reuse: another process may take it in between."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def banner_api_url(lines: Iterable[str]) -> str:
+    """The apiserver's URL from ``kubelite up``'s banner (``API at http://H:P``): started with
+    ``--port 0``, it binds any free port and says which."""
+    for line in lines:
+        if m := re.search(r"API at (http://[^\s:/]+:\d+)", line):
+            return m[1]
+    raise AssertionError("no API URL in kubelite up's banner")
 
 
 def loopback_pod_cidr(nodes: int) -> str:
@@ -164,13 +167,9 @@ class ClusterView:
         self.pods = Informer(self.client, PODS, name="e2e pods")
         self.node_objects = Informer(self.client, NODES, name="e2e nodes")
         self.rcs = Informer(self.client, RCS, name="e2e rcs")
-        self._changed = asyncio.Event()
-        for informer in (self.pods, self.node_objects, self.rcs):
-            informer.add_handler(
-                on_add=lambda _o: self._changed.set(),
-                on_update=lambda _o, _n: self._changed.set(),
-                on_delete=lambda _o: self._changed.set(),
-            )
+        self.changes = Changes(
+            self.pods, self.node_objects, self.rcs, describe=lambda: f"pods: {self.summary()}"
+        )
         self._informer_tasks: list[asyncio.Task[None]] = []
 
     async def watch(self) -> None:
@@ -186,18 +185,7 @@ class ClusterView:
 
     async def until(self, condition: Callable[[], bool], *, within: float, what: str) -> None:
         """Await ``condition()`` becoming true, re-checked on every watch event."""
-
-        async def wait() -> None:
-            while not condition():
-                self._changed.clear()
-                await self._changed.wait()
-
-        try:
-            await asyncio.wait_for(wait(), within)
-        except TimeoutError:
-            raise AssertionError(
-                f"timed out after {within}s waiting for {what}\npods: {self.summary()}"
-            ) from None
+        await self.changes.until(condition, what=what, within=within)
 
     def node_ready(self, name: str) -> bool:
         node = self.node_objects.get(name) or {}
@@ -268,7 +256,6 @@ class Cluster(ClusterView):
                 cwd=root / "run" / name,
                 env={"PYTHONPATH": str(ROOT)},
                 new_session=True,
-                wait_ready=kind == "apiserver",
                 ready_timeout=START_TIMEOUT,
             )
             for name, kind in self.kinds.items()
@@ -335,6 +322,22 @@ class Cluster(ClusterView):
 
     def pod_processes(self) -> dict[str, set[int]]:
         return pod_processes(self.network)
+
+
+@contextlib.asynccontextmanager
+async def started_cluster(root: Path) -> AsyncIterator[Cluster]:
+    """A started ``Cluster`` (every node Ready) under ``root``, stopped (and checked for
+    orphans) on the way out; a start that fails shows each component's log tail."""
+    c = Cluster(root=root)
+    try:
+        try:
+            await c.start_all()
+        except Exception as exc:
+            tails = "\n".join(f"===== {x.name}\n{x.tail()}" for x in c.components.values())
+            raise AssertionError(f"the cluster did not come up: {exc}\n{tails}") from exc
+        yield c
+    finally:
+        await c.stop()
 
 
 def phase(pod: Obj | None) -> str | None:

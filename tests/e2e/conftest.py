@@ -14,21 +14,13 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.cluster import Cluster
+from tests.e2e.cluster import Cluster, started_cluster
 
 
 @pytest.fixture
 async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
-    c = Cluster(root=tmp_path)
-    try:
-        try:
-            await c.start_all()
-        except Exception as exc:
-            tails = "\n".join(f"===== {x.name}\n{x.tail()}" for x in c.components.values())
-            raise AssertionError(f"the cluster did not come up: {exc}\n{tails}") from exc
+    async with started_cluster(tmp_path) as c:
         yield c
-    finally:
-        await c.stop()
 
 
 @pytest.hookimpl(wrapper=True)

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.cluster import NODES, PODS, RCS, Cluster, http_get, running
-from tests.e2e.manifests import rc, sleeper
+from tests.factories import nginx_rc, sleeper
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -67,7 +67,7 @@ def converged(c: Cluster, *, crashed: str | None = None) -> bool:
 )
 async def test_component_catches_up_after_sigkill(cluster: Cluster, victim: str) -> None:
     c = cluster
-    await c.client.create(RCS, rc("web", replicas=2), namespace="default")
+    await c.client.create(RCS, nginx_rc("web", replicas=2), namespace="default")
     await c.client.create(PODS, sleeper("doomed"), namespace="default")
     await c.until(
         lambda: len(c.live_pods()) == 3 and all(running(p) for p in c.live_pods()),

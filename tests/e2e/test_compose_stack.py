@@ -38,13 +38,13 @@ import signal
 import subprocess
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.cluster import up_port
+from kubelite.testing.waiting import poll_until
 from tests.e2e.podman_host import CACHE, RUN, PodmanHost, missing_capability
 
 pytestmark = [
@@ -70,13 +70,9 @@ class Stack:
 
     def __init__(self, host: PodmanHost) -> None:
         self.host = host
-        self.api_port = up_port()
-        self.env = {
-            **host.env,
-            "KUBELITE_API_PORT": str(self.api_port),
-            "KUBELITE_HTTPS_PORT": str(up_port()),
-        }
-        self.server = f"http://127.0.0.1:{self.api_port}"
+        # 0: the engine publishes on any free host port, read back after each `up`
+        self.env = {**host.env, "KUBELITE_API_PORT": "0", "KUBELITE_HTTPS_PORT": "0"}
+        self.server = ""
         self.timings: dict[str, float] = {}
 
     def compose(self, *args: str, timeout: float = 600) -> str:
@@ -95,6 +91,8 @@ class Stack:
         start = time.monotonic()
         out = self.compose(*args, timeout=timeout)
         self.timings[what] = time.monotonic() - start
+        if args[0] == "up":
+            self.server = f"http://{self.compose('port', 'apiserver', '8080').strip()}"
         return out
 
     def kubectl(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -139,20 +137,6 @@ class Stack:
         except Exception as exc:  # diagnostics must not hide the failure they explain
             return f"(no diagnostics: {exc})"
         return f"containers:\n{ps}\n" + "\n".join(logs)
-
-
-def eventually(condition: Callable[[], Any], *, within: float, what: str, stack: Stack) -> Any:
-    """Poll ``condition`` (an external tool's answer) until truthy; its value."""
-    deadline = time.monotonic() + within
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(
-                f"timed out after {within}s waiting for {what}\n{stack.diagnose()}"
-            )
-        time.sleep(0.5)
 
 
 def readyz(stack: Stack) -> bool:
@@ -247,7 +231,12 @@ def test_compose_up_runs_the_cluster_survives_crashes_and_down_leaves_nothing(
     stack.timed("up --build --wait", "up", "-d", "--build", "--wait", "--wait-timeout", "300")
     assert readyz(stack)
     ready_from = time.monotonic()
-    eventually(lambda: nodes_ready(stack), within=120, what="node1 and node2 Ready", stack=stack)
+    poll_until(
+        lambda: nodes_ready(stack),
+        within=120,
+        what="node1 and node2 Ready",
+        describe=stack.diagnose,
+    )
     stack.timings["Ready after --wait returned"] = time.monotonic() - ready_from
     stack.timings["up to both nodes Ready"] = (
         stack.timings["up --build --wait"] + stack.timings["Ready after --wait returned"]
@@ -260,67 +249,81 @@ def test_compose_up_runs_the_cluster_survives_crashes_and_down_leaves_nothing(
         ipaddress.ip_address(addresses["InternalIP"])  # --node-ip=node1 resolved to an IP
 
     stack.kubectl("run", "web", "--image=nginx")
-    web = eventually(lambda: running_pod(stack, "web"), within=120, what="web Running", stack=stack)
+    web = poll_until(
+        lambda: running_pod(stack, "web"), within=120, what="web Running", describe=stack.diagnose
+    )
     before = identity(web)
-    logs = eventually(
+    logs = poll_until(
         lambda: stack.kubectl("logs", "web", check=False).stdout,
         within=60,
         what="logs",
-        stack=stack,
+        describe=stack.diagnose,
     )
     assert "nginx" in logs
-    assert eventually(lambda: serves_nginx(stack, "web"), within=60, what="exec", stack=stack)
+    assert poll_until(
+        lambda: serves_nginx(stack, "web"), within=60, what="exec", describe=stack.diagnose
+    )
 
     # ---- 2. crashes: the restart policy brings each back, the cluster resyncs --------------
     restarts = stack.crash("apiserver")
-    eventually(
+    poll_until(
         lambda: int(stack.inspect("apiserver", "{{.RestartCount}}")) > restarts and readyz(stack),
-        within=120, what="the apiserver restarted and ready", stack=stack,
+        within=120, what="the apiserver restarted and ready", describe=stack.diagnose,
     )  # fmt: skip
-    again = eventually(lambda: running_pod(stack, "web"), within=60, what="web", stack=stack)
+    again = poll_until(
+        lambda: running_pod(stack, "web"), within=60, what="web", describe=stack.diagnose
+    )
     assert identity(again) == before
     stack.kubectl("run", "web2", "--image=nginx")
-    web2 = eventually(
+    web2 = poll_until(
         lambda: running_pod(stack, "web2"), within=120, what="a pod created after the restart",
-        stack=stack,
+        describe=stack.diagnose,
     )  # fmt: skip
 
     node = before[1]
     restarts = stack.crash(node)
-    eventually(
+    poll_until(
         lambda: int(stack.inspect(node, "{{.RestartCount}}")) > restarts,
-        within=120, what=f"{node}'s container restarted", stack=stack,
+        within=120, what=f"{node}'s container restarted", describe=stack.diagnose,
     )  # fmt: skip
-    again = eventually(
+    again = poll_until(
         lambda: running_pod(stack, "web", restarted=1), within=120,
-        what="web restarted in place by its kubelet", stack=stack,
+        what="web restarted in place by its kubelet", describe=stack.diagnose,
     )  # fmt: skip
     assert identity(again) == before
-    assert eventually(lambda: serves_nginx(stack, "web"), within=60, what="exec", stack=stack)
-    eventually(lambda: nodes_ready(stack), within=120, what="both nodes Ready", stack=stack)
+    assert poll_until(
+        lambda: serves_nginx(stack, "web"), within=60, what="exec", describe=stack.diagnose
+    )
+    poll_until(
+        lambda: nodes_ready(stack), within=120, what="both nodes Ready", describe=stack.diagnose
+    )
 
     # `docker compose kill` is a manual stop: `up -d --wait` is what brings the service back
     stack.compose("kill", "scheduler")
     stack.timed("up --wait after kill", "up", "-d", "--wait", "--wait-timeout", "300")
     stack.kubectl("run", "web3", "--image=nginx")
-    eventually(
+    poll_until(
         lambda: running_pod(stack, "web3"), within=120, what="a pod scheduled after the kill",
-        stack=stack,
+        describe=stack.diagnose,
     )  # fmt: skip
 
     # ---- 3. down, up: the named volumes keep the cluster ------------------------------------
     stack.timed("down", "down", "--timeout", "20")
     assert stack.host.containers(all_states=True) == []
     stack.timed("up again --wait", "up", "-d", "--wait", "--wait-timeout", "300")
-    eventually(lambda: nodes_ready(stack), within=120, what="nodes Ready again", stack=stack)
-    again = eventually(
+    poll_until(
+        lambda: nodes_ready(stack), within=120, what="nodes Ready again", describe=stack.diagnose
+    )
+    again = poll_until(
         lambda: running_pod(stack, "web", restarted=2), within=120,
-        what="web running again after down/up", stack=stack,
+        what="web running again after down/up", describe=stack.diagnose,
     )  # fmt: skip
     assert identity(again)[:2] == before[:2]  # same object, same node
     assert stack.get("pod", "web2")["metadata"]["uid"] == web2["metadata"]["uid"]
 
     # ---- 4. down -v leaves nothing behind ---------------------------------------------------
     stack.timed("down -v", "down", "-v", "--timeout", "20")
-    eventually(lambda: not leftovers(stack), within=60, what="nothing left", stack=stack)
+    poll_until(
+        lambda: not leftovers(stack), within=60, what="nothing left", describe=stack.diagnose
+    )
     stack.timings["whole scenario"] = time.monotonic() - begin

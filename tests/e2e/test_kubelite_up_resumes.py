@@ -25,14 +25,14 @@ from tests.e2e.cluster import (
     PODS,
     RCS,
     ClusterView,
+    banner_api_url,
     http_get,
     leftover_processes,
     loopback_pod_cidr,
     pod_processes,
     running,
-    up_port,
 )
-from tests.e2e.manifests import rc, sleeper
+from tests.factories import nginx_rc, sleeper
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -133,23 +133,27 @@ def child_pid(module: str, marker: str) -> int:
 
 async def test_ctrl_c_then_up_again_resumes_objects_and_running_pods(tmp_path: Path) -> None:
     state = tmp_path / "state"
-    port = up_port()
     cidr = loopback_pod_cidr(2)
     network = IPv4Network(cidr)
-    argv = [
-        sys.executable, "-m", "kubelite", "up",
-        "--state-dir", str(state), "--port", str(port), "--kubelet-port", "0",
-        "--scheduler-port", "0", "--controller-manager-port", "0", "--pod-cidr", cidr,
-        "--no-color",
-    ]  # fmt: skip
-    marker = f"127.0.0.1:{port}"
+
+    def argv(port: int) -> list[str]:
+        return [
+            sys.executable, "-m", "kubelite", "up",
+            "--state-dir", str(state), "--port", str(port), "--kubelet-port", "0",
+            "--scheduler-port", "0", "--controller-manager-port", "0", "--pod-cidr", cidr,
+            "--no-color",
+        ]  # fmt: skip
+
+    marker = ""  # the API's host:port, in every child's command line once it is known
     runs: list[Up] = []
     try:
         # ---- first run: start, run things, Ctrl-C --------------------------------------------
-        first = Up(argv, tmp_path / "up-1.log")
+        first = Up(argv(0), tmp_path / "up-1.log")  # 0: any free port, read from the banner
         runs.append(first)
         await first.start()
         await first.wait_banner()
+        port = int(banner_api_url(first.lines).rsplit(":", 1)[1])
+        marker = f"127.0.0.1:{port}"
         assert all(PREFIX.match(line) for line in first.lines), [
             line for line in first.lines if not PREFIX.match(line)
         ][:5]
@@ -160,7 +164,7 @@ async def test_ctrl_c_then_up_again_resumes_objects_and_running_pods(tmp_path: P
         view = ClusterView(f"http://127.0.0.1:{port}")
         await view.watch()
         try:
-            await view.client.create(RCS, rc("web", replicas=2), namespace="default")
+            await view.client.create(RCS, nginx_rc("web", replicas=2), namespace="default")
             await view.client.create(PODS, sleeper("solo"), namespace="default")
             await view.until(
                 lambda: len(view.live_pods()) == 3 and all(running(p) for p in view.live_pods()),
@@ -187,8 +191,8 @@ async def test_ctrl_c_then_up_again_resumes_objects_and_running_pods(tmp_path: P
         assert first.lines[-1].endswith("| stopped")
         assert leftover_processes(root=state, network=network, marker=marker) == {}
 
-        # ---- second run on the same state dir: the same cluster comes back ------------------
-        second = Up(argv, tmp_path / "up-2.log")
+        # ---- second run on the same state dir and port: the same cluster comes back ---------
+        second = Up(argv(port), tmp_path / "up-2.log")
         runs.append(second)
         await second.start()
         await second.wait_banner()

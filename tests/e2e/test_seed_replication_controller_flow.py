@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.cluster import PODS, RCS, Cluster, http_get, running
-from tests.e2e.manifests import rc
+from tests.factories import nginx_rc
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -58,7 +58,7 @@ def assert_one_process_per_pod(c: Cluster, app: str) -> None:
 
 async def test_rc_of_nginx_pods_runs_scales_changes_image_and_goes_away(cluster: Cluster) -> None:
     c = cluster
-    await c.client.create(RCS, rc("web", replicas=3), namespace="default")
+    await c.client.create(RCS, nginx_rc("web", replicas=3), namespace="default")
     await c.until(lambda: all_running(c, "web", 3), within=60, what="3 web pods Running")
     pods = c.live_pods(label="app=web")
     assert all(p["metadata"]["ownerReferences"][0]["name"] == "web" for p in pods)

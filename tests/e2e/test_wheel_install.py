@@ -35,13 +35,13 @@ import pytest
 from tests.e2e.cluster import (
     PODS,
     ClusterView,
+    banner_api_url,
     http_get,
     leftover_processes,
     loopback_pod_cidr,
     running,
-    up_port,
 )
-from tests.e2e.manifests import rc
+from tests.factories import nginx_rc
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -139,13 +139,12 @@ async def test_installed_kubelite_up_runs_nodes_and_a_pod_that_answers(
     state = tmp_path / "state"
     elsewhere = tmp_path / "cwd"
     elsewhere.mkdir()
-    port = up_port()
     cidr = loopback_pod_cidr(2)
     network = IPv4Network(cidr)
-    marker = f"127.0.0.1:{port}"
+    marker = ""  # the API's host:port, in every child's command line once it is known
     argv = [
         str(installed / "bin" / "kubelite"), "up",
-        "--state-dir", str(state), "--port", str(port), "--kubelet-port", "0",
+        "--state-dir", str(state), "--port", "0", "--kubelet-port", "0",
         "--scheduler-port", "0", "--controller-manager-port", "0", "--pod-cidr", cidr,
         "--no-color",
     ]  # fmt: skip
@@ -180,7 +179,9 @@ async def test_installed_kubelite_up_runs_nodes_and_a_pod_that_answers(
         assert shown in done, "no banner from the installed kubelite up:\n" + "\n".join(lines[-60:])
         assert not any("Traceback" in line for line in lines), "\n".join(lines[-60:])
 
-        view = ClusterView(f"http://127.0.0.1:{port}")
+        server = banner_api_url(lines)
+        marker = server.removeprefix("http://")
+        view = ClusterView(server)
         await view.watch()
         try:
             assert view.node_ready("node1") and view.node_ready("node2"), view.summary()
@@ -212,7 +213,7 @@ async def test_installed_kubelite_up_runs_nodes_and_a_pod_that_answers(
 
 
 def _nginx_pod() -> dict:
-    template = rc("web", replicas=1)["spec"]["template"]
+    template = nginx_rc("web", replicas=1)["spec"]["template"]
     return {
         "apiVersion": "v1",
         "kind": "Pod",
