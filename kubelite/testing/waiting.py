@@ -10,8 +10,9 @@ test goes on the moment the state is reached, however fast or slow the machine i
   with``); ``await watcher.wait_until(predicate, what=...)`` awaits ``predicate(objects)``;
   ``on_event`` callbacks see every change, for invariants that must hold at every observed
   moment.
-* ``poll_until``: the one polling helper, for what has no watch (an external tool's answer,
-  such as a container engine's); its deadline is generous.
+* ``poll_until`` (``apoll_until`` for a condition that is a coroutine): the one polling
+  helper, for what has no watch to await (an external tool's answer, a port nothing announces,
+  a compactor's interval); its deadline is generous.
 
 ``within`` is only a safety net: it fails the test with what was awaited (and, where given,
 ``describe()`` of what was seen); it never decides a result. Nothing here guarantees the
@@ -22,14 +23,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from api.registry import ResourceType
 from client.informer import Informer
 from client.rest import ApiClient
 
-__all__ = ["WITHIN", "Changes", "Watcher", "poll_until"]
+__all__ = ["WITHIN", "Changes", "Watcher", "apoll_until", "poll_until"]
 
 T = TypeVar("T")
 Obj = dict[str, Any]
@@ -155,3 +156,23 @@ def poll_until(
             seen = f"\n{describe()}" if describe is not None else ""
             raise AssertionError(f"timed out after {within}s waiting for {what}{seen}")
         time.sleep(every)  # the polled thing offers nothing to await
+
+
+async def apoll_until(
+    condition: Callable[[], Awaitable[T]],
+    *,
+    what: str,
+    within: float = 2 * WITHIN,
+    every: float = 0.5,
+    describe: Callable[[], str] | None = None,
+) -> T:
+    """``poll_until`` for a condition that is awaited (an HTTP probe, say); its value."""
+    deadline = time.monotonic() + within
+    while True:
+        value = await condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            seen = f"\n{describe()}" if describe is not None else ""
+            raise AssertionError(f"timed out after {within}s waiting for {what}{seen}")
+        await asyncio.sleep(every)  # the polled thing offers nothing to await

@@ -13,6 +13,7 @@ from client.backoff import BackoffPolicy
 from client.informer import Informer
 from client.reflector import ReflectorOptions
 from client.rest import ApiClient
+from kubelite.testing.waiting import apoll_until
 from tests.client.ledger import PODS, Ledger, pod, sentinel, server_state
 from tests.client.partition_proxy import PartitionProxy
 from tests.conftest import StartApiServer
@@ -25,9 +26,11 @@ FAST = ReflectorOptions(
 
 
 async def wait_until_compacted(client: ApiClient, resource_version: str) -> None:
-    """Probe a watch from ``resource_version`` until the server answers 410 (bounded)."""
+    """Probe a watch from ``resource_version`` until the server answers 410: the compactor
+    runs on its own interval and announces nothing, so this polls (``apoll_until``)."""
     assert PODS is not None
-    for _ in range(200):
+
+    async def compacted() -> bool:
         try:
             async with client.watch(
                 PODS, resource_version=resource_version, timeout_seconds=1
@@ -35,9 +38,12 @@ async def wait_until_compacted(client: ApiClient, resource_version: str) -> None
                 async for _event in w:
                     break  # history still there: the watch replays it
         except Expired:
-            return
-        await asyncio.sleep(0.05)  # the compactor runs on its own interval; poll it, bounded
-    raise AssertionError(f"resourceVersion {resource_version} was never compacted")
+            return True
+        return False
+
+    await apoll_until(
+        compacted, what=f"resourceVersion {resource_version} compacted", within=60, every=0.05
+    )
 
 
 async def test_relist_after_410_emits_deletes_for_objects_gone_meanwhile(

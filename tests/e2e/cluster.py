@@ -49,7 +49,7 @@ from api.registry import REGISTRY
 from client.informer import Informer
 from client.rest import ApiClient
 from kubelite.testing import ComponentProcess
-from kubelite.testing.waiting import Changes
+from kubelite.testing.waiting import Changes, apoll_until
 from kubelite.up import Options, node_names, plan
 
 __all__ = [
@@ -349,16 +349,18 @@ def running(pod: Obj | None) -> bool:
 
 
 async def http_get(url: str, *, within: float = 15.0) -> tuple[int, str]:
-    """GET ``url``; a refused connection (a server still binding its port) is retried briefly."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
+    """GET ``url``; a refused connection (a server still binding its port: nothing announces
+    it) is retried until ``within`` (``apoll_until``)."""
     timeout = aiohttp.ClientTimeout(total=5)
     async with aiohttp.ClientSession(timeout=timeout) as session:
-        while True:
+
+        async def answer() -> tuple[int, str] | None:
             try:
                 async with session.get(url) as r:
                     return r.status, await r.text()
             except aiohttp.ClientConnectorError:
-                if loop.time() > deadline:
-                    raise
-            await asyncio.sleep(0.1)  # bounded: nothing announces that the port is bound
+                return None
+
+        got = await apoll_until(answer, what=f"an answer from {url}", within=within, every=0.1)
+        assert got is not None
+        return got
