@@ -70,8 +70,8 @@ class Stack:
 
     def __init__(self, host: PodmanHost) -> None:
         self.host = host
-        # 0: the engine publishes on any free host port, read back after each `up`
-        self.env = {**host.env, "KUBELITE_API_PORT": "0", "KUBELITE_HTTPS_PORT": "0"}
+        # empty: the engine publishes on any free host port, read back after each `up`
+        self.env = {**host.env, "KUBELITE_API_PORT": "", "KUBELITE_HTTPS_PORT": ""}
         self.server = ""
         self.timings: dict[str, float] = {}
 
