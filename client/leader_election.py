@@ -35,14 +35,15 @@ import logging
 import random
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from api.errors import AlreadyExists, Conflict, NotFound, StatusError
 from api.meta import now_micro_time
 from api.registry import REGISTRY, ResourceType
 from client.rest import ApiClient
+from component.errors import Fatal
 
-__all__ = ["LeaderElectionConfig", "LeaderElector"]
+__all__ = ["LeaderElectionConfig", "LeaderElector", "LeadershipLost"]
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +76,11 @@ class LeaderElectionConfig:
                 "leader election needs retry_period*1.2 < renew_deadline < lease_duration, got "
                 f"{self.retry_period}, {self.renew_deadline}, {self.lease_duration}"
             )
+
+
+class LeadershipLost(Fatal):
+    """The lease could not be renewed: this process must stop acting, and exits 1 so that its
+    supervisor restarts it as a candidate (client-go's components exit at this point too)."""
 
 
 class LeaderElector:
@@ -128,6 +134,20 @@ class LeaderElector:
             log.info("%s: stopped leading lease %s/%s", cfg.identity, cfg.namespace, cfg.lease_name)
             if self.on_stopped_leading is not None:
                 self.on_stopped_leading()
+
+    async def campaign(self, *, what: str) -> NoReturn:
+        """``run()`` for a component's main task: log what waits for the lease, lead until the
+        lease is lost, then raise ``LeadershipLost`` (cancellation ends it as usual)."""
+        cfg = self.config
+        log.info(
+            "campaigning for lease %s/%s as %s; %s once elected",
+            cfg.namespace, cfg.lease_name, cfg.identity, what,
+        )  # fmt: skip
+        await self.run()
+        raise LeadershipLost(
+            f"lost the lease {cfg.namespace}/{cfg.lease_name}; exiting so a supervisor "
+            "restarts this process"
+        )
 
     async def _acquire(self) -> None:
         cfg = self.config

@@ -36,9 +36,8 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from client.events import EventRecorder
-from client.leader_election import LeaderElectionConfig, LeaderElector
+from client.leader_election import LeaderElectionConfig, LeaderElector, LeadershipLost
 from client.rest import ApiClient
-from component.errors import Fatal
 from component.tasks import TaskGroup
 from services.controller_manager.informers import SharedInformers
 
@@ -61,10 +60,6 @@ class RunnableController(Protocol):
     name: str
 
     async def run(self) -> None: ...
-
-
-class LeadershipLost(Fatal):
-    """The lease could not be renewed; this process must stop acting (and exit 1)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,15 +244,7 @@ class ControllerManager:
             ),
             on_started_leading=self._lead,
         )
-        log.info(
-            "campaigning for lease %s/%s as %s; controllers start once elected",
-            opts.lease_namespace, opts.lease_name, opts.identity,
-        )  # fmt: skip
-        await self.elector.run()
-        raise LeadershipLost(
-            f"lost lease {opts.lease_namespace}/{opts.lease_name}; exiting so a supervisor "
-            "restarts this process"
-        )
+        await self.elector.campaign(what="controllers start")
 
     async def _lead(self) -> None:
         """Build the informers and controllers, run them until cancelled (or one dies)."""

@@ -32,7 +32,6 @@ from client.informer import Informer
 from client.kubeconfig import ClientConfig
 from client.leader_election import LeaderElectionConfig, LeaderElector
 from client.rest import ApiClient
-from component.errors import Fatal
 from component.flags import BindAddress, LeaderElectionFlags
 from component.health import HealthServer, text_response
 from component.tasks import TaskGroup
@@ -158,12 +157,4 @@ class SchedulerService:
             ),
             on_started_leading=sched.run,
         )
-        log.info(
-            "campaigning for lease %s/%s as %s; scheduling starts once elected",
-            le.resource_namespace, le.resource_name, options.identity,
-        )  # fmt: skip
-        await self.elector.run()
-        raise Fatal(
-            f"lost the lease {le.resource_namespace}/{le.resource_name}; exiting so a "
-            "supervisor restarts this process"
-        )
+        await self.elector.campaign(what="scheduling starts")
