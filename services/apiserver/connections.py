@@ -167,8 +167,6 @@ class ConnectionCap:
         self.limit = limit
         self.open = 0
         self.lingering = 0
-        self.refused = 0
-        """Connections refused since start-up."""
         self._refused_in_burst = 0
         self.refusal = _refusal(limit)
 
@@ -177,7 +175,6 @@ class ConnectionCap:
 
         def make() -> asyncio.Protocol:
             if self.limit and self.open >= self.limit:
-                self.refused += 1
                 if not self._refused_in_burst:
                     log.warning(
                         "%d connections open, the limit (--max-open-connections); refusing new "

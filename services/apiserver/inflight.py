@@ -112,8 +112,6 @@ class InflightLimits:
     max_mutating: int
     read_only: int = 0
     mutating: int = 0
-    refused: int = 0
-    """Requests turned away since start-up."""
 
     def __post_init__(self) -> None:
         if self.max_read_only < 0 or self.max_mutating < 0:
@@ -132,8 +130,7 @@ async def _served(request: web.Request, handler: Handler) -> web.StreamResponse:
     return response
 
 
-def _refuse(limits: InflightLimits) -> TooManyRequests:
-    limits.refused += 1
+def _refuse() -> TooManyRequests:
     return TooManyRequests(TOO_MANY_REQUESTS, retry_after_seconds=RETRY_AFTER_SECONDS)
 
 
@@ -146,14 +143,14 @@ def limit_inflight(limits: InflightLimits) -> Middleware:
             return await handler(request)
         if is_mutating(request.method):
             if limits.max_mutating and limits.mutating >= limits.max_mutating:
-                raise _refuse(limits)
+                raise _refuse()
             limits.mutating += 1
             try:
                 return await _served(request, handler)
             finally:
                 limits.mutating -= 1
         if limits.max_read_only and limits.read_only >= limits.max_read_only:
-            raise _refuse(limits)
+            raise _refuse()
         limits.read_only += 1
         try:
             return await _served(request, handler)
