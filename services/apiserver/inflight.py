@@ -32,7 +32,9 @@ a request over the limit is refused at once, never held back.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Final
 
@@ -105,17 +107,34 @@ def is_long_running(request: web.BaseRequest) -> bool:
 
 
 @dataclass(slots=True)
-class InflightLimits:
-    """The two pools: their limits (0 = none) and how many slots each has taken right now."""
+class Pool:
+    """One pool of slots: its limit (0 = none) and how many are taken right now."""
 
-    max_read_only: int
-    max_mutating: int
-    read_only: int = 0
-    mutating: int = 0
+    limit: int
+    taken: int = 0
 
     def __post_init__(self) -> None:
-        if self.max_read_only < 0 or self.max_mutating < 0:
+        if self.limit < 0:
             raise ValueError("in-flight limits must be >= 0 (0 means no limit)")
+
+    @contextlib.contextmanager
+    def slot(self) -> Iterator[None]:
+        """Hold one slot for the ``with`` block; ``TooManyRequests`` when none is free."""
+        if self.limit and self.taken >= self.limit:
+            raise TooManyRequests(TOO_MANY_REQUESTS, retry_after_seconds=RETRY_AFTER_SECONDS)
+        self.taken += 1
+        try:
+            yield
+        finally:
+            self.taken -= 1
+
+
+class InflightLimits:
+    """The two pools, read-only and mutating."""
+
+    def __init__(self, *, max_read_only: int, max_mutating: int) -> None:
+        self.read_only = Pool(max_read_only)
+        self.mutating = Pool(max_mutating)
 
 
 async def _served(request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -130,10 +149,6 @@ async def _served(request: web.Request, handler: Handler) -> web.StreamResponse:
     return response
 
 
-def _refuse() -> TooManyRequests:
-    return TooManyRequests(TOO_MANY_REQUESTS, retry_after_seconds=RETRY_AFTER_SECONDS)
-
-
 def limit_inflight(limits: InflightLimits) -> Middleware:
     """The middleware enforcing ``limits``; place it inside the Status-rendering middleware."""
 
@@ -141,20 +156,8 @@ def limit_inflight(limits: InflightLimits) -> Middleware:
     async def inflight(request: web.Request, handler: Handler) -> web.StreamResponse:
         if is_long_running(request):
             return await handler(request)
-        if is_mutating(request.method):
-            if limits.max_mutating and limits.mutating >= limits.max_mutating:
-                raise _refuse()
-            limits.mutating += 1
-            try:
-                return await _served(request, handler)
-            finally:
-                limits.mutating -= 1
-        if limits.max_read_only and limits.read_only >= limits.max_read_only:
-            raise _refuse()
-        limits.read_only += 1
-        try:
+        pool = limits.mutating if is_mutating(request.method) else limits.read_only
+        with pool.slot():
             return await _served(request, handler)
-        finally:
-            limits.read_only -= 1
 
     return inflight
