@@ -36,8 +36,9 @@ import shutil
 import subprocess
 import tarfile
 import threading
-import time
 from pathlib import Path
+
+from kubelite.testing.waiting import poll_until
 
 __all__ = [
     "BASE_IMAGE",
@@ -242,12 +243,19 @@ class PodmanHost:
             stdin=subprocess.DEVNULL,
         )
         log.close()
-        deadline = time.monotonic() + 60
-        while not self._answers():  # the service announces nothing: poll the external tool
-            if self.service.poll() is not None or time.monotonic() > deadline:
-                self.close()
-                raise RuntimeError(f"podman system service did not answer: {self.service_log()}")
-            time.sleep(0.2)
+        service = self.service
+        try:  # the service announces nothing: poll the external tool (or its exit)
+            poll_until(
+                lambda: service.poll() is not None or self._answers(),
+                what="podman system service to answer",
+                within=60,
+                every=0.2,
+            )
+        except AssertionError:
+            pass  # timed out: reported below with the service's log
+        if service.poll() is not None or not self._answers():
+            self.close()
+            raise RuntimeError(f"podman system service did not answer: {self.service_log()}")
         self._driver = threading.Thread(
             target=self._drive_health_checks, name="podman health checks", daemon=True
         )
