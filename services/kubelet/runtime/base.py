@@ -33,6 +33,7 @@ __all__ = [
     "ExecSession",
     "ImagePullError",
     "ImageRef",
+    "Mount",
     "PodSandbox",
     "Runtime",
 ]
@@ -46,6 +47,26 @@ class PodSandbox:
     namespace: str
     name: str
     hostname: str = ""
+    """``spec.hostname`` (the pod's name when empty): the sandbox's UTS name."""
+    subdomain: str = ""
+    """``spec.subdomain``: with it, ``/etc/hosts`` also names ``<host>.<sub>.<ns>.svc.<domain>``."""
+    resolv_conf: str | None = None
+    """The pod's ``/etc/resolv.conf`` text, owned by the kubelet (``None``: the host's)."""
+    host_aliases: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """``spec.hostAliases`` as ``(ip, hostnames)``: extra ``/etc/hosts`` lines."""
+
+
+@dataclass(frozen=True, slots=True)
+class Mount:
+    """One volume mount of a container, resolved by the kubelet to a path on the node.
+
+    ``host_path`` already includes any ``subPath``; the runtime bind-mounts it at
+    ``container_path`` inside the container's sandbox (read-only when ``read_only``).
+    """
+
+    host_path: str
+    container_path: str
+    read_only: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,24 +99,27 @@ class ContainerConfig:
     working_dir: str | None = None
     ports: tuple[int, ...] = ()
     memory_limit_bytes: int | None = None
+    mounts: tuple[Mount, ...] = ()
+    """Volume mounts, in the order of ``volumeMounts`` (a later mount may sit inside an earlier)."""
     attempt: int = 0
     """How many times this container ran before in this pod (its restartCount)."""
 
     @property
     def spec_hash(self) -> str:
         """Changes when anything that defines the container changes (not ``attempt``)."""
-        blob = json.dumps(
-            [
-                self.name,
-                self.image,
-                list(self.command),
-                list(self.args),
-                sorted(self.env.items()),
-                self.working_dir,
-                list(self.ports),
-                self.memory_limit_bytes,
-            ]
-        )
+        parts: list[object] = [
+            self.name,
+            self.image,
+            list(self.command),
+            list(self.args),
+            sorted(self.env.items()),
+            self.working_dir,
+            list(self.ports),
+            self.memory_limit_bytes,
+        ]
+        if self.mounts:  # absent before mounts existed: old containers keep their hash
+            parts.append([[m.host_path, m.container_path, m.read_only] for m in self.mounts])
+        blob = json.dumps(parts)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
