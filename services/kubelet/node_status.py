@@ -8,9 +8,11 @@ port). The node-lifecycle controller turns a node NotReady when its lease stops 
 What ``NodeAgent`` does, as the kubelet's ``kubelet_node_status.go`` and ``nodelease`` do:
 
 * **register**: create the Node with labels (``kubernetes.io/hostname``, ``kubernetes.io/os``,
-  ``kubernetes.io/arch``, plus ``--node-labels``) and ``--register-with-taints``; if it already
-  exists, make sure the kubelet-owned labels are present (the rest of the object belongs to
-  others: ``kubectl label``, the node controller) — retried with back-off until it works;
+  ``kubernetes.io/arch``, plus ``--node-labels``), ``--register-with-taints`` and the annotation
+  ``kubelite.io/local-path-root`` (where the local-path provisioner puts this node's volumes,
+  when ``NodeConfig.local_path_root`` says; the directory is created); if it already exists,
+  make sure the kubelet-owned labels and annotations are present (the rest of the object belongs
+  to others: ``kubectl label``, the node controller) — retried with back-off until it works;
 * **lease**: renew every ``lease_interval`` (10 s; lease duration 40 s), first renewal at a random
   point of the first interval so a thousand simulated nodes do not renew in lock-step. The Lease is
   owned by the Node (ownerReference), so deleting the node deletes it. A failed renewal is retried
@@ -61,6 +63,8 @@ Obj = dict[str, Any]
 KUBELET_VERSION = "v1.32.0-kubelite"
 LEASE_NAMESPACE = "kube-node-lease"
 LEASE_DURATION = 40
+LOCAL_PATH_ROOT_ANNOTATION = "kubelite.io/local-path-root"
+"""Read by the controller-manager's local-path provisioner, which spells it alike."""
 REGISTER_BACKOFF = BackoffPolicy(initial=0.5, factor=2.0, cap=7.0, jitter=0.5, reset_after=60.0)
 RENEW_BACKOFF = BackoffPolicy(initial=0.2, factor=2.0, cap=7.0, jitter=0.2, reset_after=60.0)
 
@@ -149,6 +153,15 @@ class NodeConfig:
     labels: Mapping[str, str] = field(default_factory=dict)
     taints: tuple[Mapping[str, str], ...] = ()
     pod_cidr: str | None = None
+    local_path_root: str | None = None
+    """Where the local-path provisioner puts this node's volumes (``<state dir>/storage``),
+    published as the Node annotation ``kubelite.io/local-path-root``; None publishes nothing."""
+
+    def own_annotations(self) -> dict[str, str]:
+        """The annotations the kubelet keeps on its Node (others' annotations are left alone)."""
+        if self.local_path_root is None:
+            return {}
+        return {LOCAL_PATH_ROOT_ANNOTATION: self.local_path_root}
 
     def own_labels(self) -> dict[str, str]:
         arch = _ARCH.get(platform.machine(), platform.machine())
@@ -302,13 +315,15 @@ class NodeAgent:
             "metadata": {
                 "name": c.name,
                 "labels": c.own_labels(),
-                "annotations": {"node.alpha.kubernetes.io/ttl": "0"},
+                "annotations": {"node.alpha.kubernetes.io/ttl": "0", **c.own_annotations()},
             },
             "spec": spec,
             "status": _stamped(self.desired_status(), old={}),
         }
 
     async def register(self) -> Obj:
+        if self.config.local_path_root is not None:
+            os.makedirs(self.config.local_path_root, exist_ok=True)
         backoff = Backoff(REGISTER_BACKOFF)
         while True:
             try:
@@ -336,16 +351,23 @@ class NodeAgent:
             pass
         for _ in range(5):
             node = await self.client.get(self.nodes, self.config.name)
-            labels = dict((node.get("metadata") or {}).get("labels") or {})
+            meta = node.get("metadata") or {}
+            labels = dict(meta.get("labels") or {})
+            annotations = dict(meta.get("annotations") or {})
             wanted = {**labels, **self.config.own_labels()}
-            if wanted == labels:
+            wanted_annotations = {**annotations, **self.config.own_annotations()}
+            if wanted == labels and wanted_annotations == annotations:
                 log.info("node %s: already registered; taking it over", self.config.name)
                 return node
             node = copy.deepcopy(node)
             node["metadata"]["labels"] = wanted
+            node["metadata"]["annotations"] = wanted_annotations
             try:
                 node = await self.client.update(self.nodes, node)
-                log.info("node %s: already registered; labels reconciled", self.config.name)
+                log.info(
+                    "node %s: already registered; labels and annotations reconciled",
+                    self.config.name,
+                )
                 return node
             except Conflict:
                 continue

@@ -249,6 +249,7 @@ class KubeletService:
                 labels=o.node_labels,
                 taints=o.taints,
                 pod_cidr=pod_cidr,
+                local_path_root=str((state_dir / "storage").absolute()),
             )
             self.nodes.append(
                 NodeKubelet(
