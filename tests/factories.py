@@ -28,6 +28,8 @@ __all__ = [
     "nginx_rc",
     "node",
     "node_info",
+    "persistent_volume",
+    "persistent_volume_claim",
     "pod",
     "pod_info",
     "pod_template",
@@ -35,6 +37,7 @@ __all__ = [
     "sched_pod",
     "sh",
     "sleeper",
+    "storage_class",
     "yaml_of",
 ]
 
@@ -107,6 +110,7 @@ def node(
     memory: str = "8Gi",
     pods: str = "110",
     labels: dict[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
     taints: list[Obj] | None = None,
     unschedulable: bool = False,
     ready: bool | None = True,
@@ -118,12 +122,10 @@ def node(
         spec["taints"] = taints
     if unschedulable:
         spec["unschedulable"] = True
-    out: Obj = {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
-        "spec": spec,
-    }
+    meta: Obj = {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}}
+    if annotations:
+        meta["annotations"] = dict(annotations)
+    out: Obj = {"apiVersion": "v1", "kind": "Node", "metadata": meta, "spec": spec}
     if ready is not None:
         resources = {"cpu": cpu, "memory": memory, "pods": pods}
         out["status"] = {
@@ -242,6 +244,75 @@ def event(name: str, *, pod: str, namespace: str = "default") -> Obj:
         "firstTimestamp": "2026-01-01T00:00:00Z",
         "lastTimestamp": "2026-01-01T00:00:00Z",
     }  # fmt: skip
+
+
+def persistent_volume_claim(
+    name: str,
+    *,
+    storage: str = "1Gi",
+    storage_class: str | None = None,
+    access_modes: tuple[str, ...] = ("ReadWriteOnce",),
+    namespace: str = "default",
+    **spec: Any,
+) -> Obj:
+    """A claim for ``storage``; without ``storage_class`` the server gives it the default."""
+    body: Obj = {"accessModes": list(access_modes), "resources": {"requests": {"storage": storage}}}
+    if storage_class is not None:
+        body["storageClassName"] = storage_class
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {**body, **spec},
+    }
+
+
+def persistent_volume(
+    name: str,
+    *,
+    storage: str = "1Gi",
+    storage_class: str = "",
+    access_modes: tuple[str, ...] = ("ReadWriteOnce",),
+    path: str = "/var/local/kubelite-test",
+    node_affinity: dict[str, list[str]] | None = None,
+    **spec: Any,
+) -> Obj:
+    """A hostPath volume of ``storage``; ``node_affinity`` ``{label: [values]}`` becomes its
+    required node affinity (one term, ``In`` per label)."""
+    body: Obj = {
+        "capacity": {"storage": storage},
+        "accessModes": list(access_modes),
+        "hostPath": {"path": path},
+    }
+    if storage_class:
+        body["storageClassName"] = storage_class
+    if node_affinity:
+        expressions = [
+            {"key": k, "operator": "In", "values": list(v)} for k, v in node_affinity.items()
+        ]
+        body["nodeAffinity"] = {
+            "required": {"nodeSelectorTerms": [{"matchExpressions": expressions}]}
+        }
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": name},
+        "spec": {**body, **spec},
+    }
+
+
+def storage_class(
+    name: str, *, provisioner: str, binding_mode: str = "Immediate", **fields: Any
+) -> Obj:
+    """A StorageClass (``volumeBindingMode`` ``binding_mode``); other keywords are its fields."""
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": name},
+        "provisioner": provisioner,
+        "volumeBindingMode": binding_mode,
+        **fields,
+    }
 
 
 def pod_info(name: str = "p", **kw: Any) -> PodInfo:

@@ -8,7 +8,8 @@ in the background, and the informer's confirmation (``add_pod`` for the now-boun
 the assumption — or ``forget`` undoes it if the binding failed.
 
 The cache also turns node changes into queue events: ``update_node`` says which plugins the
-change may matter to (labels -> NodeAffinity, taints -> TaintToleration, ...), and says nothing
+change may matter to (labels -> NodeAffinity and VolumeBinding, taints -> TaintToleration,
+annotations -> VolumeBinding, ...), and says nothing
 for changes no plugin reads (a kubelet's heartbeat), so those never wake parked pods.
 
 Limits: no snapshot is taken — a scheduling cycle is synchronous and reads the live cache, which
@@ -63,6 +64,7 @@ class SchedulerCache:
         info = self._nodes.get(name)
         if info is None or info.node is None:
             return self.add_node(d)
+        annotations_before = (info.node.get("metadata") or {}).get("annotations")
         before = (
             dict(info.labels),
             info.taints,
@@ -93,9 +95,13 @@ class SchedulerCache:
             )
             if before[i] != after[i]
         }
+        if "NodeAffinity" in plugins or annotations_before != (d.get("metadata") or {}).get(
+            "annotations"
+        ):
+            plugins.add("VolumeBinding")  # volume affinity reads labels; local-path, annotations
         if not plugins:
             return None
-        if plugins - {"NodeResourcesFit"}:
+        if plugins - {"NodeResourcesFit", "VolumeBinding"}:  # neither is node-static
             self.static_version += 1
         if "NodeAffinity" in plugins:
             plugins.add("NodeName")  # matchFields and names live on the same object

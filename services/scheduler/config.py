@@ -19,7 +19,7 @@ in the same shape, so a person who knows one reads the other::
 Rules: each of ``multiPoint``, ``filter`` and ``score`` starts from the defaults; ``disabled``
 removes names (``*`` removes them all); ``enabled`` appends names, or re-weights one already
 there. ``preFilter`` follows ``filter`` and ``preScore`` follows ``score``: a plugin enabled for
-filtering also gets its PreFilter run. Limits: one profile only; no plugin arguments.
+filtering also gets its PreFilter run, and its Reserve and PreBind (VolumeBinding's) too. Limits: one profile only; no plugin arguments.
 """
 
 from __future__ import annotations
@@ -36,9 +36,12 @@ from pydantic.alias_generators import to_camel
 from services.scheduler.framework import (
     FilterPlugin,
     Framework,
+    Handle,
     Plugin,
+    PreBindPlugin,
     PreFilterPlugin,
     PreScorePlugin,
+    ReservePlugin,
     ScorePlugin,
 )
 from services.scheduler.nodeinfo import DEFAULT_SCHEDULER_NAME
@@ -62,6 +65,7 @@ DEFAULT_FILTERS: tuple[str, ...] = (
     "TaintToleration",
     "NodeAffinity",
     "NodeResourcesFit",
+    "VolumeBinding",
 )
 # kube-scheduler's default weights: taints 3, node affinity 2, resources 1; spreading 1 (the
 # weight the historical SelectorSpread had).
@@ -166,7 +170,8 @@ class Profile:
         scores = _apply(scores, multi, default_weight=1)
         filters = _apply(filters, cfg.plugins.filter, default_weight=1)
         scores = _apply(scores, cfg.plugins.score, default_weight=1)
-        instances = {n: IN_TREE[n]() for n, _ in (*filters, *scores)}
+        handle = Handle()
+        instances = {n: IN_TREE[n](handle) for n, _ in (*filters, *scores)}
         # multiPoint enables a plugin only at the points it implements
         filters = [(n, w) for n, w in filters if isinstance(instances[n], FilterPlugin)]
         scores = [(n, w) for n, w in scores if isinstance(instances[n], ScorePlugin)]
@@ -177,12 +182,17 @@ class Profile:
         )
 
 
-def build_framework(config: SchedulerConfig) -> Framework:
-    """One instance of each enabled plugin, wired to the extension points it implements."""
+def build_framework(config: SchedulerConfig, *, handle: Handle | None = None) -> Framework:
+    """One instance of each enabled plugin, wired to the extension points it implements.
+
+    ``handle`` is what the plugins are built with (the scheduler's storage view and API client);
+    without one they see no claims, volumes or classes and cannot write.
+    """
     profile = config.profile
+    handle = handle or Handle()
     instances: dict[str, Plugin] = {}
     for name in (*profile.filters, *(n for n, _ in profile.scores)):
-        instances.setdefault(name, IN_TREE[name]())
+        instances.setdefault(name, IN_TREE[name](handle))
     filters = [instances[n] for n in profile.filters]
     scores = [(instances[n], w) for n, w in profile.scores]
     return Framework(
@@ -190,6 +200,8 @@ def build_framework(config: SchedulerConfig) -> Framework:
         filter=[p for p in filters if isinstance(p, FilterPlugin)],
         pre_score=[p for p, _ in scores if isinstance(p, PreScorePlugin)],
         score=[(p, w) for p, w in scores if isinstance(p, ScorePlugin)],
+        reserve=[p for p in filters if isinstance(p, ReservePlugin)],
+        pre_bind=[p for p in filters if isinstance(p, PreBindPlugin)],
         percentage_of_nodes_to_score=config.percentage_of_nodes_to_score,
     )
 

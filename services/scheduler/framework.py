@@ -30,8 +30,16 @@ and a score plugin ``score_all(state, pod, nodes)`` (a list: ``BatchScorePlugin`
 answer exactly as ``filter``/``score`` would; the framework uses them when it can (a single
 dynamic filter; any scorer).
 
-What this module does not do: preemption, permit/reserve points, more than one profile, and
-extenders.
+After a node is chosen, two more points run for the pod (kube-scheduler's Reserve and PreBind):
+``reserve`` in the scheduling cycle itself (synchronous, like the filters: a plugin records what
+the next cycles must already see, such as the node a shared claim is now held to) and
+``pre_bind`` in the binding cycle, which *may* await — it makes the API writes the binding
+depends on (a claim's selected node) and waits for them to take effect. A failure at either
+undoes every reservation (``unreserve``) and sends the pod back to the queue. ``Handle`` is what
+a plugin is built with: the scheduler's storage view and, for PreBind writes, the API client.
+
+What this module does not do: preemption, permit and post-bind points, more than one profile,
+and extenders.
 """
 
 from __future__ import annotations
@@ -43,7 +51,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeGuard, runtime_checkable
 
+from client.rest import ApiClient
 from services.scheduler.nodeinfo import NodeInfo, PodInfo
+from services.scheduler.volumes import VolumeCache
 
 __all__ = [
     "MAX_NODE_SCORE",
@@ -56,9 +66,12 @@ __all__ = [
     "FilterPlugin",
     "FitError",
     "Framework",
+    "Handle",
     "Plugin",
+    "PreBindPlugin",
     "PreFilterPlugin",
     "PreScorePlugin",
+    "ReservePlugin",
     "ScheduleResult",
     "ScoreNormalizer",
     "ScorePlugin",
@@ -141,6 +154,18 @@ class CycleState:
         return self._data[key]
 
 
+@dataclass(frozen=True, slots=True)
+class Handle:
+    """What a plugin is built with (kube-scheduler's ``framework.Handle``, cut down).
+
+    ``volumes`` is the scheduler's storage view (claims, volumes, classes); ``client`` the API
+    client PreBind writes through — None in a framework that never binds (unit tests).
+    """
+
+    volumes: VolumeCache = field(default_factory=VolumeCache)
+    client: ApiClient | None = None
+
+
 # ---- the extension points -------------------------------------------------------------------
 
 
@@ -197,6 +222,24 @@ class BatchScorePlugin(ScorePlugin, Protocol):
 class ScoreNormalizer(Plugin, Protocol):
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[int]) -> None:
         """Rescale this plugin's raw scores (in place, one per feasible node) into [0, 100]."""
+        ...
+
+
+@runtime_checkable
+class ReservePlugin(Plugin, Protocol):
+    def reserve(self, state: CycleState, pod: PodInfo, node: str) -> Status | None:
+        """In the scheduling cycle, once ``node`` is chosen: record what later cycles must see."""
+        ...
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node: str) -> None:
+        """Undo ``reserve`` (idempotent): the reservation or the binding cycle failed."""
+        ...
+
+
+@runtime_checkable
+class PreBindPlugin(Plugin, Protocol):
+    async def pre_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status | None:
+        """In the binding cycle, before the pod is bound: the writes the binding depends on."""
         ...
 
 
@@ -299,6 +342,8 @@ class ScheduleResult:
     node: str
     evaluated_nodes: int
     feasible_nodes: int
+    state: CycleState = field(default_factory=CycleState)
+    """The cycle's state, for the Reserve and PreBind points that follow."""
 
 
 # ---- the runner ------------------------------------------------------------------------------
@@ -321,6 +366,8 @@ class Framework:
         filter: Sequence[FilterPlugin] = (),
         pre_score: Sequence[PreScorePlugin] = (),
         score: Sequence[tuple[ScorePlugin, int]] = (),
+        reserve: Sequence[ReservePlugin] = (),
+        pre_bind: Sequence[PreBindPlugin] = (),
         percentage_of_nodes_to_score: int = 0,
         rng: random.Random | None = None,
     ) -> None:
@@ -328,6 +375,8 @@ class Framework:
         self.filter_plugins = list(filter)
         self.pre_score_plugins = list(pre_score)
         self.score_plugins = list(score)
+        self.reserve_plugins = list(reserve)
+        self.pre_bind_plugins = list(pre_bind)
         # isinstance() against a runtime-checkable Protocol is slow: decide once, not per cycle
         self._batch_filters = {p.name: p for p in self.filter_plugins if _has_filter_each(p)}
         self._batch_scorers = {p.name: p for p, _ in self.score_plugins if _has_score_all(p)}
@@ -345,6 +394,8 @@ class Framework:
         for p in (*self.pre_filter_plugins, *self.filter_plugins, *self.pre_score_plugins):
             seen[p.name] = None
         for p, _ in self.score_plugins:
+            seen[p.name] = None
+        for p in (*self.reserve_plugins, *self.pre_bind_plugins):
             seen[p.name] = None
         return list(seen)
 
@@ -523,9 +574,32 @@ class Framework:
         if not feasible:
             raise FitError(num_all_nodes=len(nodes), diagnosis=diagnosis)
         if len(feasible) == 1:
-            return ScheduleResult(feasible[0].name, examined, 1)
+            return ScheduleResult(feasible[0].name, examined, 1, state)
         totals = self.score_nodes(state, pod, feasible)
-        return ScheduleResult(_select_host(feasible, totals, self._rng), examined, len(feasible))
+        chosen = _select_host(feasible, totals, self._rng)
+        return ScheduleResult(chosen, examined, len(feasible), state)
+
+    def run_reserve(self, state: CycleState, pod: PodInfo, node: str) -> Status | None:
+        """Every Reserve plugin in order; on the first failure all are unreserved."""
+        for plugin in self.reserve_plugins:
+            status = plugin.reserve(state, pod, node)
+            if status is not None:
+                self.run_unreserve(state, pod, node)
+                return status.with_plugin(plugin.name)
+        return None
+
+    def run_unreserve(self, state: CycleState, pod: PodInfo, node: str) -> None:
+        """Every Reserve plugin's ``unreserve``, in reverse order (kube-scheduler's)."""
+        for plugin in reversed(self.reserve_plugins):
+            plugin.unreserve(state, pod, node)
+
+    async def run_pre_bind(self, state: CycleState, pod: PodInfo, node: str) -> Status | None:
+        """Every PreBind plugin in order; the first failure stops and is returned."""
+        for plugin in self.pre_bind_plugins:
+            status = await plugin.pre_bind(state, pod, node)
+            if status is not None:
+                return status.with_plugin(plugin.name)
+        return None
 
 
 def _select_host(nodes: Sequence[NodeInfo], totals: Sequence[int], rng: random.Random) -> str:

@@ -171,6 +171,7 @@ class PodInfo:
         "_constraint_key",
         "affinity_preferred",
         "affinity_required",
+        "claims",
         "controller_uid",
         "deleting",
         "key",
@@ -221,6 +222,12 @@ class PodInfo:
             node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or ()
         )
         self.tolerations: list[Mapping[str, Any]] = list(spec.get("tolerations") or ())
+        self.claims: tuple[str, ...] = tuple(
+            str(v["persistentVolumeClaim"].get("claimName") or "")
+            for v in spec.get("volumes") or ()
+            if v.get("persistentVolumeClaim")
+        )
+        """The names of the PersistentVolumeClaims the pod's volumes use (its namespace)."""
         self.requests, self.non_zero_requests = _pod_requests(spec)
         self._constraint_key: str | None = None
 

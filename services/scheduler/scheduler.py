@@ -4,9 +4,13 @@ The loop (kube-scheduler's ``scheduleOne``, cut down):
 
 1. ``queue.pop()`` the next pending pod. Skip it if it is being deleted or already placed.
 2. **Scheduling cycle** (synchronous — no await between reading the cache and writing to it):
-   the framework filters and scores the cache's nodes; on success the pod is *assumed* on the
-   chosen node at once, so the next cycle already counts it.
-3. **Binding cycle** (a background task; up to ``bind_concurrency`` at a time): POST
+   the framework filters and scores the cache's nodes; on success the Reserve plugins record
+   the choice and the pod is *assumed* on the chosen node at once, so the next cycle already
+   counts it.
+3. **Binding cycle** (a background task): the PreBind plugins make the writes the binding
+   depends on and wait for them to take effect (VolumeBinding: the claims' selected node, then
+   Bound claims); a failure there undoes the reservation, says ``FailedScheduling`` and retries
+   the pod after backoff. Then, up to ``bind_concurrency`` at a time, POST
    ``pods/{name}/binding``. Success records the ``Scheduled`` event ("Successfully assigned
    default/pod-example to node1"); the informer's MODIFIED event then confirms the assumption.
    A 409 means someone else bound it first — not an error: the assumption is dropped and the
@@ -19,10 +23,11 @@ The loop (kube-scheduler's ``scheduleOne``, cut down):
 The informer handlers sort pods: unassigned ones this scheduler is responsible for
 (``spec.schedulerName``) go to the queue; assigned ones (whoever bound them, ourselves included)
 go to the cache for accounting. A pod created with ``spec.nodeName`` is therefore never queued:
-it skips the scheduler entirely, and only counts against its node.
+it skips the scheduler entirely, and only counts against its node. Claims, volumes and storage
+classes go to the ``VolumeCache``; each change retries the pods VolumeBinding parked.
 
-Limits: one profile; no preemption, no nominated nodes, no pod (anti-)affinity, no volume or
-port checks; the binding concurrency bounds in-flight HTTP requests, not cycles.
+Limits: one profile; no preemption, no nominated nodes, no pod (anti-)affinity, no port
+checks; the binding concurrency bounds in-flight HTTP requests, not cycles or PreBind waits.
 """
 
 from __future__ import annotations
@@ -39,10 +44,11 @@ from api.registry import REGISTRY, ResourceType
 from client.events import EventRecorder, EventType
 from client.rest import ApiClient
 from services.scheduler.cache import SchedulerCache
-from services.scheduler.framework import FitError, Framework
+from services.scheduler.framework import FitError, Framework, ScheduleResult
 from services.scheduler.metrics import SchedulerMetrics
 from services.scheduler.nodeinfo import PodInfo
 from services.scheduler.queue import ASSIGNED_POD_DELETE, QueuedPod, SchedulingQueue
+from services.scheduler.volumes import VolumeCache
 
 __all__ = ["Scheduler"]
 
@@ -65,6 +71,7 @@ class Scheduler:
         framework: Framework,
         queue: SchedulingQueue,
         cache: SchedulerCache | None = None,
+        volumes: VolumeCache | None = None,
         recorder: EventRecorder | None = None,
         metrics: SchedulerMetrics | None = None,
         scheduler_name: str = "default-scheduler",
@@ -74,6 +81,8 @@ class Scheduler:
         self.framework = framework
         self.queue = queue
         self.cache = cache or SchedulerCache()
+        self.volumes = volumes or VolumeCache()
+        """The framework's plugins must be built with this same cache (``Handle.volumes``)."""
         self.recorder = recorder
         self.metrics = metrics or SchedulerMetrics(
             profile=scheduler_name, queue_lengths=queue.lengths
@@ -81,6 +90,8 @@ class Scheduler:
         self.scheduler_name = scheduler_name
         self._bind_slots = asyncio.Semaphore(bind_concurrency)
         self._binds: set[asyncio.Task[None]] = set()
+        self._pre_binding: set[asyncio.Task[Any]] = set()
+        """Binding cycles waiting in PreBind (for claims): cancelled, not awaited, on the way out."""
         self._status_writes: set[asyncio.Task[None]] = set()
         self.bound = 0
         """Pods this scheduler bound successfully (for tests and the bench)."""
@@ -131,6 +142,33 @@ class Scheduler:
     def on_node_delete(self, obj: Mapping[str, Any]) -> None:
         self.cache.remove_node(str((obj.get("metadata") or {}).get("name") or ""))
 
+    def on_claim_add(self, obj: Mapping[str, Any]) -> None:
+        self.queue.on_event(self.volumes.set_claim(obj))
+
+    def on_claim_update(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
+        self.queue.on_event(self.volumes.set_claim(new))
+
+    def on_claim_delete(self, obj: Mapping[str, Any]) -> None:
+        self.volumes.remove_claim(obj)
+
+    def on_volume_add(self, obj: Mapping[str, Any]) -> None:
+        self.queue.on_event(self.volumes.set_volume(obj))
+
+    def on_volume_update(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
+        self.queue.on_event(self.volumes.set_volume(new))
+
+    def on_volume_delete(self, obj: Mapping[str, Any]) -> None:
+        self.volumes.remove_volume(obj)
+
+    def on_class_add(self, obj: Mapping[str, Any]) -> None:
+        self.queue.on_event(self.volumes.set_class(obj))
+
+    def on_class_update(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
+        self.queue.on_event(self.volumes.set_class(new))
+
+    def on_class_delete(self, obj: Mapping[str, Any]) -> None:
+        self.volumes.remove_class(obj)
+
     # ---- the loop ----------------------------------------------------------------------------
 
     async def run(self) -> None:
@@ -148,6 +186,8 @@ class Scheduler:
                 # let informers, bindings and the HTTP server run between cycles
                 await asyncio.sleep(0)
         finally:
+            for waiting in self._pre_binding:
+                waiting.cancel()  # a claim may take minutes to bind; the retry is the next leader's
             tasks = [*self._binds, *self._status_writes]
             if tasks:
                 log.info("scheduler: waiting for %d in-flight binding(s) to finish", len(tasks))
@@ -173,15 +213,29 @@ class Scheduler:
             log.exception("scheduling %s failed; will retry after backoff", pod.key)
             self.queue.requeue_backoff(qp)
             return
+        rejected = self.framework.run_reserve(result.state, pod, result.node)
+        if rejected is not None:
+            self.metrics.attempt("error", time.perf_counter() - started)
+            log.warning(
+                "reserving %s on %s failed: %s; will retry after backoff",
+                pod.key, result.node, rejected.message,
+            )  # fmt: skip
+            self.queue.requeue_backoff(qp)
+            return
         self.cache.assume(pod, result.node)
-        task = asyncio.create_task(self._bind(qp, result.node, started), name=f"bind {pod.key}")
+        task = asyncio.create_task(self._bind(qp, result, started), name=f"bind {pod.key}")
         self._binds.add(task)
         task.add_done_callback(self._binds.discard)
 
-    async def _bind(self, qp: QueuedPod, node: str, started: float) -> None:
-        """The binding cycle; ``started`` is when the scheduling cycle began (perf_counter)."""
-        pod = qp.pod
+    async def _bind(self, qp: QueuedPod, result: ScheduleResult, started: float) -> None:
+        """The binding cycle; ``started`` is when the scheduling cycle began (perf_counter).
+
+        ``run`` gathers these tasks on the way out, so each ends by itself (or is cancelled
+        while it waits in PreBind)."""
+        pod, node = qp.pod, result.node
         try:
+            if not await self._pre_bind(qp, result, started):
+                return
             async with self._bind_slots:
                 await self.client.bind(
                     namespace=pod.namespace, pod=pod.name, node=node, uid=pod.uid or None
@@ -189,7 +243,7 @@ class Scheduler:
         except (Conflict, AlreadyExists) as exc:
             # someone bound it first (another replica, or our own earlier life): not an error
             log.info("pod %s was already bound (%s); leaving it to the watch", pod.key, exc.message)
-            self.cache.forget(pod.key)
+            self._undo(qp, result)
             if qp.updated and not qp.deleted:
                 self.queue.requeue_backoff(qp)
             else:
@@ -197,17 +251,17 @@ class Scheduler:
             return
         except NotFound:
             log.info("pod %s is gone; not binding it", pod.key)
-            self.cache.forget(pod.key)
+            self._undo(qp, result)
             self.queue.done(qp)
             return
         except (StatusError, ConnectionError, TimeoutError) as exc:
             log.warning("binding %s to %s failed: %r; will retry after backoff", pod.key, node, exc)
             self.metrics.attempt("error", time.perf_counter() - started)
-            self.cache.forget(pod.key)
+            self._undo(qp, result)
             self.queue.requeue_backoff(qp)
             return
         except asyncio.CancelledError:
-            self.cache.forget(pod.key)
+            self._undo(qp, result)
             raise
         self.bound += 1
         self.metrics.attempt("scheduled", time.perf_counter() - started)
@@ -215,6 +269,31 @@ class Scheduler:
         self.metrics.e2e_latency.observe(max(0.0, _loop_time() - qp.added_at))
         log.debug("bound %s to %s (attempt %d)", pod.key, node, qp.attempts)
         self._event(pod, "Normal", "Scheduled", f"Successfully assigned {pod.key} to {node}")
+
+    async def _pre_bind(self, qp: QueuedPod, result: ScheduleResult, started: float) -> bool:
+        """Run the PreBind plugins; on failure undo the cycle, say why and retry: False."""
+        pod = qp.pod
+        task = asyncio.current_task()
+        assert task is not None
+        self._pre_binding.add(task)
+        try:
+            rejected = await self.framework.run_pre_bind(result.state, pod, result.node)
+        finally:
+            self._pre_binding.discard(task)
+        if rejected is None:
+            return True
+        message = f'running PreBind plugin "{rejected.plugin}": {rejected.message}'
+        log.warning("pod %s on %s: %s; will retry after backoff", pod.key, result.node, message)
+        self.metrics.attempt("error", time.perf_counter() - started)
+        self._undo(qp, result)
+        self._event(pod, "Warning", "FailedScheduling", message)
+        self.queue.requeue_backoff(qp)
+        return False
+
+    def _undo(self, qp: QueuedPod, result: ScheduleResult) -> None:
+        """The binding cycle failed: drop the reservations and the assumed pod."""
+        self.framework.run_unreserve(result.state, qp.pod, result.node)
+        self.cache.forget(qp.pod.key)
 
     def _unschedulable(self, qp: QueuedPod, err: FitError) -> None:
         pod = qp.pod

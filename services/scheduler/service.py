@@ -2,9 +2,11 @@
 
 What it owns (``SchedulerService``, a ``component.Service``):
 
-* ``start``: informers on pods and nodes start filling the cache and the queue, with the
-  queue's timers and the event recorder, all in one supervised task group; the health server
-  (``/healthz``, ``/livez``, ``/readyz`` once both informers synced, ``/metrics``) listens on
+* ``start``: informers on pods and nodes start filling the cache and the queue, informers on
+  PersistentVolumeClaims, PersistentVolumes and StorageClasses the volume cache (VolumeBinding
+  reads it), with the queue's timers and the event recorder, all in one supervised task group;
+  the health server (``/healthz``, ``/livez``, ``/readyz`` once every informer synced,
+  ``/metrics``) listens on
   ``--healthz-port`` (the ``kubelite: scheduler health listening on ...`` line names the port);
   then the scheduling task: once both informers have synced, the replica campaigns for the
   ``kube-system/kube-scheduler`` Lease and schedules only while it leads. A standby replica
@@ -36,9 +38,11 @@ from component.flags import BindAddress, LeaderElectionFlags
 from component.health import HealthServer, text_response
 from component.tasks import TaskGroup
 from services.scheduler.config import SchedulerConfig, build_framework
+from services.scheduler.framework import Handle
 from services.scheduler.metrics import SchedulerMetrics
 from services.scheduler.queue import SchedulingQueue
 from services.scheduler.scheduler import DEFAULT_BIND_CONCURRENCY, Scheduler
+from services.scheduler.volumes import VolumeCache
 
 __all__ = ["SchedulerOptions", "SchedulerService"]
 
@@ -63,9 +67,13 @@ class SchedulerService:
         self.options = options
         pods_rt = REGISTRY.by_kind("", "Pod")
         nodes_rt = REGISTRY.by_kind("", "Node")
-        assert pods_rt is not None and nodes_rt is not None
+        claims_rt = REGISTRY.by_kind("", "PersistentVolumeClaim")
+        volumes_rt = REGISTRY.by_kind("", "PersistentVolume")
+        classes_rt = REGISTRY.by_kind("storage.k8s.io", "StorageClass")
+        assert pods_rt and nodes_rt and claims_rt and volumes_rt and classes_rt
         profile = options.config.profile
         self.client = ApiClient(options.client)
+        volumes = VolumeCache()
         self.queue = SchedulingQueue(
             initial_backoff=options.config.pod_initial_backoff_seconds,
             max_backoff=options.config.pod_max_backoff_seconds,
@@ -74,8 +82,11 @@ class SchedulerService:
         self.elector: LeaderElector | None = None
         self.scheduler = sched = Scheduler(
             client=self.client,
-            framework=build_framework(options.config),
+            framework=build_framework(
+                options.config, handle=Handle(volumes=volumes, client=self.client)
+            ),
             queue=self.queue,
+            volumes=volumes,
             recorder=self.recorder,
             scheduler_name=profile.scheduler_name,
             bind_concurrency=options.bind_concurrency,
@@ -96,6 +107,25 @@ class SchedulerService:
             on_update=sched.on_node_update,
             on_delete=sched.on_node_delete,
         )
+        self.claims = Informer(self.client, claims_rt, name="persistentvolumeclaims")
+        self.claims.add_handler(
+            on_add=sched.on_claim_add,
+            on_update=sched.on_claim_update,
+            on_delete=sched.on_claim_delete,
+        )
+        self.volumes = Informer(self.client, volumes_rt, name="persistentvolumes")
+        self.volumes.add_handler(
+            on_add=sched.on_volume_add,
+            on_update=sched.on_volume_update,
+            on_delete=sched.on_volume_delete,
+        )
+        self.classes = Informer(self.client, classes_rt, name="storageclasses")
+        self.classes.add_handler(
+            on_add=sched.on_class_add,
+            on_update=sched.on_class_update,
+            on_delete=sched.on_class_delete,
+        )
+        self.informers = (self.pods, self.nodes, self.claims, self.volumes, self.classes)
         self.health = HealthServer(component="scheduler", address=options.health)
         self.health.add_ok("/healthz", "/livez")
         self.health.add("/readyz", self._readyz)
@@ -104,13 +134,13 @@ class SchedulerService:
         self._scheduling: asyncio.Task[None] | None = None
 
     async def _readyz(self, request: web.Request) -> web.Response:
-        if self.pods.has_synced and self.nodes.has_synced:
+        if all(informer.has_synced for informer in self.informers):
             return text_response("ok")
         return text_response("informers not synced", status=503)
 
     async def start(self) -> None:
-        self.tasks.adopt(self.pods.start())
-        self.tasks.adopt(self.nodes.start())
+        for informer in self.informers:
+            self.tasks.adopt(informer.start())
         self.tasks.start("scheduling queue timers", self.queue.run())
         self.tasks.adopt(self.recorder.start())
         await self.health.start()
@@ -133,8 +163,11 @@ class SchedulerService:
         """Once synced: schedule, while leading if leader election is on."""
         options, sched = self.options, self.scheduler
         profile = options.config.profile
-        log.info("waiting for the pod and node informers to sync from %s", options.client.server)
-        await asyncio.gather(self.pods.wait_synced(), self.nodes.wait_synced())
+        log.info(
+            "waiting for the pod, node, claim, volume and storage class informers to sync from %s",
+            options.client.server,
+        )
+        await asyncio.gather(*(informer.wait_synced() for informer in self.informers))
         log.info(
             "cache synced: %d node(s), %d placed pod(s), %d pending; profile %s, filters %s, scores %s",
             len(sched.cache.nodes()), sched.cache.pod_count, len(self.queue), profile.scheduler_name,

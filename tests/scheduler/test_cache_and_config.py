@@ -62,7 +62,8 @@ def test_pods_on_unknown_nodes_are_kept_but_not_offered() -> None:
 @pytest.mark.parametrize(
     ("change", "plugins"),
     [
-        ({"labels": {"zz": "cxk"}}, {"NodeAffinity", "NodeName"}),
+        ({"labels": {"zz": "cxk"}}, {"NodeAffinity", "NodeName", "VolumeBinding"}),
+        ({"annotations": {"kubelite.io/local-path-root": "/x"}}, {"VolumeBinding"}),
         ({"taints": [{"key": "k", "effect": "NoSchedule"}]}, {"TaintToleration"}),
         ({"unschedulable": True}, {"NodeUnschedulable"}),
         ({"ready": False}, {"NodeReady"}),
