@@ -192,6 +192,27 @@ def _serviceaccount(ctx: _Context) -> RunnableController:
     return ServiceAccountsController(client=ctx.client, informers=ctx.informers)
 
 
+def _persistentvolume_binder(ctx: _Context) -> RunnableController:
+    from services.controller_manager.persistentvolume_binder import PersistentVolumeController
+
+    return PersistentVolumeController(
+        client=ctx.client,
+        informers=ctx.informers,
+        recorder=ctx.recorder("persistentvolume-controller"),
+    )
+
+
+def _local_path_provisioner(ctx: _Context) -> RunnableController:
+    from api.storage import LOCAL_PATH_PROVISIONER
+    from services.controller_manager.local_path_provisioner import LocalPathProvisioner
+
+    return LocalPathProvisioner(
+        client=ctx.client,
+        informers=ctx.informers,
+        recorder=ctx.recorder(LOCAL_PATH_PROVISIONER),
+    )
+
+
 CONTROLLERS: dict[str, Factory] = {
     "replicationcontroller": _replicationcontroller,
     "replicaset": _replicaset,
@@ -201,6 +222,8 @@ CONTROLLERS: dict[str, Factory] = {
     "garbagecollector": _garbagecollector,
     "namespace": _namespace,
     "serviceaccount": _serviceaccount,
+    "persistentvolume-binder": _persistentvolume_binder,
+    "local-path-provisioner": _local_path_provisioner,
 }
 """Every controller this process can run, by its ``--controllers`` name."""
 
