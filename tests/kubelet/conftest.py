@@ -37,6 +37,22 @@ async def process_runtime(tmp_path: Path) -> AsyncIterator[ProcessRuntime]:
 
 
 @pytest.fixture
+async def unsandboxed_runtime(tmp_path: Path) -> AsyncIterator[ProcessRuntime]:
+    """A process runtime with ``--sandbox=off``: containers are plain host processes."""
+    state = tmp_path / "unsandboxed"
+    images = ImageStore(catalog=ImageCatalog(), state_dir=state)
+    rt = ProcessRuntime(state_dir=state, pod_cidr="127.203.0.0/16", images=images, sandbox="off")
+    await rt.start()
+    try:
+        yield rt
+    finally:
+        for uid in rt.list_pod_uids():
+            await rt.remove_pod_sandbox(uid)
+        await rt.close()
+        kill_container_processes(state)
+
+
+@pytest.fixture
 async def sim_runtime() -> AsyncIterator[SimRuntime]:
     rt = SimRuntime(pod_cidr="127.202.0.0/24")
     await rt.start()

@@ -77,14 +77,33 @@ async def test_missing_command_is_a_start_error(process_runtime: ProcessRuntime)
 
 
 async def test_stop_sends_sigterm_then_sigkill_after_grace(process_runtime: ProcessRuntime) -> None:
-    polite = await run(process_runtime, "sh", "-c", "sleep 3600", name="polite")
-    stubborn = await run(
-        process_runtime, "sh", "-c", "trap '' TERM; sleep 3600 & wait", name="stubborn"
+    assert process_runtime.sandboxed
+    polite = await run(
+        process_runtime, "sh", "-c", "trap 'exit 143' TERM; sleep 3600 & wait", name="polite"
     )
+    # PID 1 of its namespace without a TERM handler: the kernel drops the SIGTERM
+    stubborn = await run(process_runtime, "sleep", "3600", name="stubborn")
     assert alive(polite.pid) and alive(stubborn.pid)
     done = await process_runtime.stop_container(polite.container_id, grace_period=10)
-    assert done.exit_code == 143  # killed by SIGTERM
+    assert done.exit_code == 143  # its TERM handler exited
     done = await process_runtime.stop_container(stubborn.container_id, grace_period=0.3)
+    assert (done.exit_code, done.signal) == (137, 9)  # SIGKILL after the grace period
+    assert not alive(polite.pid) and not alive(stubborn.pid)
+
+
+async def test_unsandboxed_stop_signals_the_process_group(
+    unsandboxed_runtime: ProcessRuntime,
+) -> None:
+    assert not unsandboxed_runtime.sandboxed
+    assert unsandboxed_runtime.sandbox_unavailable_reason == "the kubelet runs with --sandbox=off"
+    polite = await run(unsandboxed_runtime, "sh", "-c", "sleep 3600", name="polite")
+    stubborn = await run(
+        unsandboxed_runtime, "sh", "-c", "trap '' TERM; sleep 3600 & wait", name="stubborn"
+    )
+    assert alive(polite.pid) and alive(stubborn.pid)
+    done = await unsandboxed_runtime.stop_container(polite.container_id, grace_period=10)
+    assert done.exit_code == 143  # killed by SIGTERM
+    done = await unsandboxed_runtime.stop_container(stubborn.container_id, grace_period=0.3)
     assert done.exit_code == 137  # SIGTERM ignored, SIGKILL after the grace period
     assert not alive(polite.pid) and not alive(stubborn.pid)
 
@@ -125,9 +144,9 @@ async def test_a_new_runtime_readopts_running_and_finished_instances(
         assert by_name["quitter"].exit_code == 7
         assert again.pod_ip("uid-demo") == process_runtime.pod_ip("uid-demo")
         # an exit after re-adoption is still seen, with its real status
-        os.killpg(running.pid or 0, 15)
+        os.kill(running.pid or 0, 9)
         done = await asyncio.wait_for(again.wait_container(running.container_id), 10)
-        assert done.exit_code == 143
+        assert (done.exit_code, done.reason) == (137, "Error")
     finally:
         for uid in again.list_pod_uids():
             await again.remove_pod_sandbox(uid)
@@ -183,11 +202,25 @@ async def _wait_for_line(rt: ProcessRuntime, record: ContainerRecord, needle: st
     raise AssertionError(f"{needle!r} never appeared in {record.log_path}")
 
 
-async def test_a_memory_limit_caps_the_address_space(process_runtime: ProcessRuntime) -> None:
-    grab = "bytearray(512 * 1024 * 1024); print('got it')"
+@pytest.mark.parametrize("sandboxed", [True, False], ids=["sandboxed", "unsandboxed"])
+async def test_a_container_over_its_memory_limit_is_oomkilled(
+    process_runtime: ProcessRuntime, unsandboxed_runtime: ProcessRuntime, sandboxed: bool
+) -> None:
+    rt = process_runtime if sandboxed else unsandboxed_runtime
+    hog = "import time\nheap = []\nwhile True:\n    heap.append(b'x' * (1 << 20))\n    time.sleep(0.001)"
+    record = await run(rt, "python", "-c", hog, image="python:3.12", memory_limit_bytes=50 << 20)
+    done = await asyncio.wait_for(rt.wait_container(record.container_id), 30)
+    assert (done.exit_code, done.signal, done.reason) == (137, 9, "OOMKilled")
+
+
+async def test_a_container_under_its_memory_limit_keeps_running(
+    process_runtime: ProcessRuntime,
+) -> None:
+    modest = "heap = b'x' * (10 << 20); print('holding', flush=True); import time; time.sleep(3600)"
     record = await run(
-        process_runtime, "python", "-c", grab, image="python:3.12", memory_limit_bytes=128 << 20
+        process_runtime, "python", "-c", modest, image="python:3.12", memory_limit_bytes=200 << 20
     )
-    done = await process_runtime.wait_container(record.container_id)
-    assert done.exit_code != 0 and done.log_path is not None
-    assert "MemoryError" in done.log_path.read_text()
+    await _wait_for_line(process_runtime, record, "holding")
+    assert process_runtime.list_containers("uid-demo")[0].running
+    done = await process_runtime.stop_container(record.container_id, grace_period=0)
+    assert done.reason == "Error"  # stopped, not OOMKilled

@@ -5,8 +5,15 @@ pipes and stdout/stderr stay separate; with a tty it gets a pseudo-terminal as i
 terminal (so ``sh`` is interactive and Ctrl-C works) and stderr is merged into stdout, as with
 a real container runtime. The command runs in its own session so killing it kills its children.
 
-Limits: there is no filesystem or PID namespace — the command sees the host, as the container
-does. Output is read in chunks of up to 64 KiB as it arrives.
+In a sandboxed container (``in_namespaces_of`` its PID 1) the command runs through util-linux
+``nsenter`` in the container's mount, UTS, IPC and PID namespaces, chrooted to its root and in
+its working directory, so it sees what the container sees (``ps`` lists the pod's processes,
+``tar`` for ``kubectl cp`` reads and writes the container's ``/tmp``). Unsandboxed, it runs on
+the host, as the container does.
+
+Limits: output is read in chunks of up to 64 KiB as it arrives; a tty command is its own
+session leader, so ``kill`` reaches it through the namespace (its PID 1 dying) or the hang-up
+of its terminal rather than its process group.
 """
 
 from __future__ import annotations
@@ -23,6 +30,8 @@ import struct
 import sys
 import termios
 from collections.abc import Mapping
+
+from services.kubelet.runtime.sandbox import nsenter_argv
 
 __all__ = ["ProcessExecSession", "start_exec"]
 
@@ -166,21 +175,36 @@ _WITH_CTTY = (
 prelude instead of ``preexec_fn``, which uvloop runs before the child's stdio is in place."""
 
 
+def _findable(program: str, *, path: str | None, root: str) -> bool:
+    """Whether ``program`` is on ``path`` as seen from ``root`` (a container's, via /proc)."""
+    if "/" in program:
+        return True  # exec itself says whether it exists
+    dirs = (path or os.defpath).split(os.pathsep)
+    return shutil.which(program, path=os.pathsep.join(root + d for d in dirs)) is not None
+
+
 async def start_exec(
     command: list[str],
     *,
     env: Mapping[str, str],
     cwd: str | None,
     tty: bool,
+    in_namespaces_of: int | None = None,
 ) -> ProcessExecSession:
-    """Start ``command``; raises ``FileNotFoundError``/``PermissionError`` if it cannot run."""
+    """Start ``command`` (inside the namespaces of the process ``in_namespaces_of``, when
+    given); raises ``FileNotFoundError``/``PermissionError`` if it cannot run."""
     program = command[0]
-    if "/" not in program and shutil.which(program, path=env.get("PATH")) is None:
+    root = f"/proc/{in_namespaces_of}/root" if in_namespaces_of else ""
+    if not _findable(program, path=env.get("PATH"), root=root):
         raise FileNotFoundError(errno.ENOENT, "executable file not found in $PATH", program)
+    enter: list[str] = []
+    if in_namespaces_of:
+        enter, cwd = nsenter_argv(in_namespaces_of, cwd=cwd), None
     if tty:
         master, slave = pty.openpty()
         try:
             proc = await asyncio.create_subprocess_exec(
+                *enter,
                 sys.executable,
                 "-I",
                 "-S",
@@ -200,6 +224,7 @@ async def start_exec(
             os.close(slave)
         return ProcessExecSession(proc=proc, master_fd=master)
     proc = await asyncio.create_subprocess_exec(
+        *enter,
         *command,
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,

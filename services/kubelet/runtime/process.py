@@ -45,6 +45,12 @@ from services.kubelet.runtime.base import (
 from services.kubelet.runtime.exec_session import ProcessExecSession, start_exec
 from services.kubelet.runtime.images import DEFAULT_PATH, ImageStore
 from services.kubelet.runtime.ipam import PodIPAllocator, bound_loopback_addresses
+from services.kubelet.runtime.sandbox import (
+    SANDBOX_MODES,
+    SandboxLayout,
+    SandboxUnavailable,
+    probe_sandbox,
+)
 from services.kubelet.state import PodRecord, StateDir
 
 __all__ = ["ProcessRuntime", "expand_vars", "process_start_time"]
@@ -101,6 +107,8 @@ class _Instance:
     env: dict[str, str]
     cwd: str | None
     exited: asyncio.Future[ContainerRecord]
+    sandboxed: bool = False
+    """In its own namespaces: signals go to its PID 1 alone, exec enters them."""
     killed: bool = False
     pidfd: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
@@ -112,10 +120,20 @@ class ProcessRuntime:
     name = "process"
     version = f"process://{VERSION}"
 
-    def __init__(self, *, state_dir: Path, pod_cidr: str, images: ImageStore) -> None:
+    def __init__(
+        self, *, state_dir: Path, pod_cidr: str, images: ImageStore, sandbox: str = "auto"
+    ) -> None:
+        if sandbox not in SANDBOX_MODES:
+            raise ValueError(f"sandbox must be one of {', '.join(SANDBOX_MODES)}, not {sandbox!r}")
         self.state = StateDir(state_dir)
         self.images = images
         self.ipam = PodIPAllocator(pod_cidr, in_use=bound_loopback_addresses)
+        self.sandbox_mode = sandbox
+        self.sandboxed = False
+        """Whether new containers get the pod sandbox; known once ``start`` has probed."""
+        self.sandbox_unavailable_reason: str | None = None
+        """Why they do not (``--sandbox off``, not root, a failed probe); None when sandboxed."""
+        self.layout = SandboxLayout.for_state_dir(state_dir)
         self._pods: dict[str, PodRecord] = {}
         self._instances: dict[str, _Instance] = {}
         self.closed = False
@@ -123,7 +141,10 @@ class ProcessRuntime:
     # ---- lifecycle -------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Re-adopt what a previous kubelet left: pods, running shims, finished instances."""
+        """Decide whether pods are sandboxed (``SandboxUnavailable`` under ``sandbox="on"``
+        when they cannot be), then re-adopt what a previous kubelet left: pods, running shims,
+        finished instances."""
+        await self._decide_sandbox()
         for pod in self.state.load_pods():
             self._pods[pod.uid] = pod
             self.ipam.reserve(pod_uid=pod.uid, ip=pod.ip)
@@ -138,6 +159,16 @@ class ProcessRuntime:
                 running,
                 self.state.root,
             )
+
+    async def _decide_sandbox(self) -> None:
+        if self.sandbox_mode == "off":
+            self.sandbox_unavailable_reason = "the kubelet runs with --sandbox=off"
+            return
+        reason = await probe_sandbox(self.state.root / "sandbox-probe")
+        if reason is not None and self.sandbox_mode == "on":
+            raise SandboxUnavailable(f"--sandbox=on, but pods cannot be sandboxed here: {reason}")
+        self.sandboxed = reason is None
+        self.sandbox_unavailable_reason = reason
 
     async def close(self) -> None:
         self.closed = True
@@ -212,6 +243,8 @@ class ProcessRuntime:
 
     def _working_dir(self, sandbox: PodSandbox, config: ContainerConfig, image: ImageRef) -> str:
         wanted = config.working_dir or image.working_dir
+        if self.sandboxed:  # resolved inside the sandbox, created there when missing
+            return wanted or "/"
         root = self.state.pod_root(sandbox.uid)
         if not wanted:
             return str(root)
@@ -249,8 +282,10 @@ class ProcessRuntime:
             log_path=log_path,
             spec_hash=config.spec_hash,
         )
-        self._persist(record, env=env, cwd=cwd, extra={"state": "creating"})
-        shim_config = {
+        self._persist(
+            record, env=env, cwd=cwd, extra={"state": "creating", "sandboxed": self.sandboxed}
+        )
+        shim_config: dict[str, Any] = {
             "argv": argv,
             "env": env,
             "cwd": cwd,
@@ -259,6 +294,16 @@ class ProcessRuntime:
             "pidFile": str(pid_file),
             "memoryLimit": config.memory_limit_bytes,
         }
+        if self.sandboxed:
+            shim_config["sandbox"] = self.layout.container_spec(
+                pod_dir=self.state.pod_dir(sandbox.uid),
+                instance=exit_file.name.removesuffix(".exit.json"),
+                sandbox=sandbox,
+                config=config,
+                ip=ip,
+                working_dir=cwd,
+                path=env.get("PATH", ""),
+            )
         shim_pid, answer = await asyncio.to_thread(_spawn_shim, shim_config)
         loop = asyncio.get_running_loop()
         inst = _Instance(
@@ -269,6 +314,7 @@ class ProcessRuntime:
             env=env,
             cwd=cwd,
             exited=loop.create_future(),
+            sandboxed=self.sandboxed,
         )
         self._instances[container_id] = inst
         if "error" in answer or "pid" not in answer:
@@ -314,16 +360,25 @@ class ProcessRuntime:
             return inst.record
 
     def _signal(self, inst: _Instance, sig: int) -> None:
+        """A sandboxed container's PID 1 alone, as a container runtime does (its SIGKILL takes
+        the whole PID namespace; a SIGTERM it has no handler for is ignored, as in Kubernetes);
+        an unsandboxed container's whole process group."""
         pid = inst.record.pid
         if pid and _alive(pid, inst.pid_start):
             with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pid, sig)
+                if inst.sandboxed:
+                    os.kill(pid, sig)
+                else:
+                    os.killpg(pid, sig)
 
     async def exec(
         self, container_id: str, command: list[str], *, tty: bool, stdin: bool
     ) -> ProcessExecSession:
         inst = self._instances[container_id]
-        return await start_exec(command, env=inst.env, cwd=inst.cwd, tty=tty)
+        inside = inst.record.pid if inst.sandboxed else None
+        return await start_exec(
+            command, env=inst.env, cwd=inst.cwd, tty=tty, in_namespaces_of=inside
+        )
 
     # ---- exit watching & persistence -------------------------------------------------------
 
@@ -387,6 +442,7 @@ class ProcessRuntime:
                 "shimPid": inst.shim_pid,
                 "shimStart": inst.shim_start,
                 "pidStart": inst.pid_start,
+                "sandboxed": inst.sandboxed,
             },
         )
 
@@ -448,6 +504,7 @@ class ProcessRuntime:
             env=dict(data.get("env") or {}),
             cwd=data.get("cwd"),
             exited=loop.create_future(),
+            sandboxed=bool(data.get("sandboxed")),
         )
         self._instances[record.container_id] = inst
         if record.finished_at is not None:

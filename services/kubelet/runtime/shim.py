@@ -22,10 +22,8 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import selectors
 import signal
-import subprocess
 import sys
 import time
 
@@ -34,6 +32,8 @@ import time
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import NotRequired, TypedDict
+
+    from services.kubelet.runtime.sandbox_setup import SandboxSpec
 
     class ShimConfig(TypedDict):
         """What the kubelet writes to the shim's stdin (``runtime/process.py``)."""
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
         cwd: NotRequired[str | None]
         pidFile: NotRequired[str]
         memoryLimit: NotRequired[int | None]
+        sandbox: NotRequired[SandboxSpec | None]
 
     Pipes = tuple[int, int]
     """The read ends of the container's stdout and stderr."""
@@ -100,42 +101,84 @@ class LogWriter:
                 del self.pending_since[stream]
 
 
-def _preexec(memory_limit: int | None) -> None:
-    if memory_limit:
-        resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
-
-
-def _start(config: ShimConfig) -> tuple[subprocess.Popen[bytes], Pipes] | str:
-    argv = config["argv"]
-    if not argv:
-        return "no command specified"
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
-    memory_limit = config.get("memoryLimit")
-    try:
-        proc = subprocess.Popen(
-            argv,
-            env=config.get("env") or {},
-            cwd=config.get("cwd") or None,
-            stdin=subprocess.DEVNULL,
-            stdout=out_w,
-            stderr=err_w,
-            start_new_session=True,
-            preexec_fn=(lambda: _preexec(memory_limit)) if memory_limit else None,
-        )
-    except FileNotFoundError:
-        exe = argv[0]
+def _exec_error(argv: list[str], exc: OSError) -> str:
+    """The message containerd gives when a container's command cannot be executed."""
+    exe = argv[0]
+    if isinstance(exc, FileNotFoundError):
         if "/" in exe:
             return f'exec: "{exe}": stat {exe}: no such file or directory'
         return f'exec: "{exe}": executable file not found in $PATH'
-    except PermissionError:
-        return f'exec: "{argv[0]}": permission denied'
-    except OSError as exc:
-        return f'exec: "{argv[0]}": {exc.strerror or exc}'
-    finally:
-        os.close(out_w)
-        os.close(err_w)
-    return proc, (out_r, err_r)
+    if isinstance(exc, PermissionError):
+        return f'exec: "{exe}": permission denied'
+    return f'exec: "{exe}": {exc.strerror or exc}'
+
+
+def _child(config: ShimConfig, out_w: int, err_w: int, report: int) -> None:
+    """In the forked child: become the container (never returns)."""
+    argv = config["argv"]
+    try:
+        os.setsid()
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.dup2(out_w, 1)
+        os.dup2(err_w, 2)
+        spec = config.get("sandbox")
+        if spec:
+            if TYPE_CHECKING:
+                from services.kubelet.runtime import sandbox_setup
+            else:
+                import sandbox_setup  # already imported by _start
+
+            sandbox_setup.enter(spec)
+        elif config.get("cwd"):
+            os.chdir(config["cwd"] or "/")
+        try:
+            os.execvpe(argv[0], argv, config.get("env") or {})
+        except OSError as exc:
+            message = _exec_error(argv, exc)
+    except BaseException as exc:  # a failed sandbox step: its message says which
+        message = f"failed to create the container's sandbox: {exc}"
+    os.write(report, message.encode()[:4000])
+    os._exit(127)
+
+
+def _start(config: ShimConfig) -> tuple[int, Pipes] | str:
+    """Fork the container; return its pid and output pipes, or why it could not start.
+
+    Failures between fork and exec come back through a close-on-exec pipe: EOF means the exec
+    happened. With a sandbox, this shim first unshares a PID namespace, so the child is its PID 1.
+    """
+    if not config["argv"]:
+        return "no command specified"
+    if config.get("sandbox"):
+        # beside this file (``-I`` leaves the script's directory off sys.path); only sandboxed
+        # containers pay for its ctypes
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        if TYPE_CHECKING:
+            from services.kubelet.runtime import sandbox_setup
+        else:
+            import sandbox_setup
+
+        try:
+            sandbox_setup.unshare(sandbox_setup.CLONE_NEWPID)
+        except sandbox_setup.SetupError as exc:
+            return f"failed to create the container's sandbox: {exc}"
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    report_r, report_w = os.pipe()  # os.pipe() is close-on-exec
+    pid = os.fork()
+    if pid == 0:
+        _child(config, out_w, err_w, report_w)
+    for fd in (out_w, err_w, report_w):
+        os.close(fd)
+    with os.fdopen(report_r, "rb") as fh:
+        failure = fh.read()
+    if failure:
+        os.waitpid(pid, 0)
+        os.close(out_r)
+        os.close(err_r)
+        return failure.decode(errors="replace")
+    return pid, (out_r, err_r)
 
 
 def _write_json_atomic(path: str, data: dict[str, object]) -> None:
@@ -145,6 +188,121 @@ def _write_json_atomic(path: str, data: dict[str, object]) -> None:
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
+
+
+class MemoryWatch:
+    """Kills the container when the resident memory of its processes passes its limit.
+
+    Without a memory cgroup of its own to enforce a limit, the shim accounts the container's
+    process tree itself: every ``MEMORY_CHECK_SECONDS`` it sums the resident set (``statm``) of
+    every process in the container — those listed in the container's own ``/proc`` when it has
+    a PID namespace, else those in its process group — and SIGKILLs the container when the sum
+    is over the limit, which the exit file then reports as ``OOMKilled``. Limits: memory that
+    grows faster than the limit allows in one interval overshoots until the next check, and
+    shared pages are counted once per process that maps them (as RSS does).
+    """
+
+    def __init__(self, *, pid: int, limit: int, sandboxed: bool) -> None:
+        self.pid = pid
+        self.limit = limit
+        self.proc = f"/proc/{pid}/root/proc" if sandboxed else "/proc"
+        self.sandboxed = sandboxed
+        self.due = time.monotonic()
+        self.killed = False
+
+    def _members(self) -> list[str]:
+        names = [n for n in os.listdir(self.proc) if n.isdigit()]
+        if self.sandboxed:
+            return names
+        members = []
+        for name in names:
+            try:
+                with open(f"/proc/{name}/stat", "rb") as fh:
+                    stat = fh.read()
+            except OSError:
+                continue
+            if int(stat[stat.rfind(b")") + 2 :].split()[2]) == self.pid:  # its process group
+                members.append(name)
+        return members
+
+    def resident_bytes(self) -> int:
+        total = 0
+        for name in self._members():
+            try:
+                with open(f"{self.proc}/{name}/statm", "rb") as fh:
+                    total += int(fh.read().split()[1]) * PAGE_SIZE
+            except (OSError, IndexError, ValueError):
+                continue  # it exited meanwhile
+        return total
+
+    def check(self) -> None:
+        now = time.monotonic()
+        if self.killed or now < self.due:
+            return
+        self.due = now + MEMORY_CHECK_SECONDS
+        try:
+            over = self.resident_bytes() > self.limit
+        except OSError:  # the container is going away
+            return
+        if over:
+            self.killed = True
+            _kill_container(self.pid)
+
+
+MEMORY_CHECK_SECONDS = 0.05
+"""How often a memory limit is checked: 50 ms bounds the overshoot of a process allocating as
+fast as it can (hundreds of MB in that time) while costing well under 1% of a core."""
+PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+
+
+def _kill_container(pid: int) -> None:
+    """SIGKILL the container: its process group, which with a PID namespace is all of it
+    (its PID 1 dying takes every process of the namespace along)."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def _supervise(config: ShimConfig, pid: int, pipes: Pipes) -> tuple[int, bool]:
+    """Copy the output into the log until the container is gone; its wait status and
+    whether it was killed for its memory."""
+    log = LogWriter(config["logPath"])
+    sel = selectors.DefaultSelector()
+    sel.register(pipes[0], selectors.EVENT_READ, "stdout")
+    sel.register(pipes[1], selectors.EVENT_READ, "stderr")
+    pidfd = os.pidfd_open(pid)
+    sel.register(pidfd, selectors.EVENT_READ, "exit")
+    limit = config.get("memoryLimit")
+    memory = MemoryWatch(pid=pid, limit=limit or 0, sandboxed=bool(config.get("sandbox")))
+    timeout = min(PARTIAL_FLUSH_SECONDS, MEMORY_CHECK_SECONDS) if limit else PARTIAL_FLUSH_SECONDS
+    open_pipes = 2
+    exited = False
+    drain_deadline: float | None = None
+    while open_pipes and not (drain_deadline and time.monotonic() > drain_deadline):
+        for key, _ in sel.select(timeout=timeout):
+            if key.data == "exit":
+                sel.unregister(pidfd)
+                exited = True
+                # the main process is gone: so is the container; take its leftovers with it
+                _kill_container(pid)
+                drain_deadline = time.monotonic() + 2.0
+                continue
+            chunk = os.read(key.fd, 65536)
+            if not chunk:
+                sel.unregister(key.fd)
+                os.close(key.fd)
+                open_pipes -= 1
+                continue
+            log.feed(key.data, chunk)
+        log.flush_partials()
+        if limit and not exited:
+            memory.check()
+    log.flush_partials(force=True)
+    _, status = os.waitpid(pid, 0)
+    if not exited:
+        _kill_container(pid)
+    return status, memory.killed
 
 
 def main() -> int:
@@ -161,68 +319,28 @@ def main() -> int:
         sys.stdout.write(json.dumps({"error": result, "exitCode": 128}) + "\n")
         sys.stdout.flush()
         return 0
-    proc, (out_r, err_r) = result
+    pid, pipes = result
+    answer: dict[str, object] = {"pid": pid, "shimPid": os.getpid(), "startedAt": started}
     if config.get("pidFile"):
         # written before the handshake: a kubelet killed right now still finds its container
-        _write_json_atomic(
-            config["pidFile"], {"pid": proc.pid, "shimPid": os.getpid(), "startedAt": started}
-        )
-    sys.stdout.write(
-        json.dumps({"pid": proc.pid, "shimPid": os.getpid(), "startedAt": started}) + "\n"
-    )
+        _write_json_atomic(config["pidFile"], answer)
+    sys.stdout.write(json.dumps(answer) + "\n")
     sys.stdout.flush()
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
-
-    log = LogWriter(config["logPath"])
-    sel = selectors.DefaultSelector()
-    sel.register(out_r, selectors.EVENT_READ, "stdout")
-    sel.register(err_r, selectors.EVENT_READ, "stderr")
-    pidfd = os.pidfd_open(proc.pid)
-    sel.register(pidfd, selectors.EVENT_READ, "exit")
-    open_pipes = 2
-    exited = False
-    drain_deadline: float | None = None
-    while open_pipes and not (drain_deadline and time.monotonic() > drain_deadline):
-        for key, _ in sel.select(timeout=PARTIAL_FLUSH_SECONDS):
-            if key.data == "exit":
-                sel.unregister(pidfd)
-                exited = True
-                # the main process is gone: so is the container; take its leftovers with it
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except OSError:
-                    pass
-                drain_deadline = time.monotonic() + 2.0
-                continue
-            chunk = os.read(key.fd, 65536)
-            if not chunk:
-                sel.unregister(key.fd)
-                os.close(key.fd)
-                open_pipes -= 1
-                continue
-            log.feed(key.data, chunk)
-        log.flush_partials()
-    log.flush_partials(force=True)
-    code = proc.wait()
-    if not exited:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
+    status, oom_killed = _supervise(config, pid, pipes)
+    code = os.waitstatus_to_exitcode(status)
     if code < 0:
         sig, exit_code = -code, 128 - code
     else:
         sig, exit_code = None, code
+    reason = "Completed" if exit_code == 0 else "Error"
+    if oom_killed and sig == signal.SIGKILL:
+        reason = "OOMKilled"
     _write_json_atomic(
         config["exitFile"],
-        {
-            "exitCode": exit_code,
-            "signal": sig,
-            "reason": "Completed" if exit_code == 0 else "Error",
-            "finishedAt": time.time(),
-        },
+        {"exitCode": exit_code, "signal": sig, "reason": reason, "finishedAt": time.time()},
     )
     return 0
 
