@@ -1,7 +1,8 @@
 """What the scheduler's e2e tests do to and observe in a cluster, through the real API.
 
 ``Cluster`` wraps an ``ApiClient`` with the few writes the tests need (plain Ready nodes, pods,
-labels) and a pods + events watch (``client.informer.Informer``) that tests *await*:
+labels; claims and volumes, and binding a claim as the PV controller would) and a pods + events +
+claims watch (``client.informer.Informer``) that tests *await*:
 ``await cluster.until(lambda: ..., within=...)`` re-checks its condition on every watch event,
 never on a timer (``kubelite.testing.waiting.Changes``), and fails with a description of what
 it saw if the time runs out.
@@ -18,12 +19,15 @@ from api.registry import REGISTRY
 from client.informer import Informer
 from client.rest import ApiClient
 from kubelite.testing.waiting import Changes
-from tests.factories import node, sched_pod
+from tests.factories import node, persistent_volume, persistent_volume_claim, sched_pod
 
 PODS = REGISTRY.by_kind("", "Pod")
 NODES = REGISTRY.by_kind("", "Node")
 EVENTS = REGISTRY.by_kind("", "Event")
-assert PODS and NODES and EVENTS
+CLAIMS = REGISTRY.by_kind("", "PersistentVolumeClaim")
+VOLUMES = REGISTRY.by_kind("", "PersistentVolume")
+CLASSES = REGISTRY.by_kind("storage.k8s.io", "StorageClass")
+assert PODS and NODES and EVENTS and CLAIMS and VOLUMES and CLASSES
 
 
 class Cluster:
@@ -31,9 +35,12 @@ class Cluster:
         self.client = client
         self.pods = Informer(client, PODS, name="test pods")
         self.events = Informer(client, EVENTS, name="test events")
+        self.claims = Informer(client, CLAIMS, name="test claims")
         self.node_history: dict[str, list[str]] = {}
         """Pod key -> every distinct spec.nodeName it had, in order (to see re-bindings)."""
-        self.changes = Changes(self.pods, self.events, describe=lambda: f"pods: {self.summary()}")
+        self.changes = Changes(
+            self.pods, self.events, self.claims, describe=lambda: f"pods: {self.summary()}"
+        )
         self.pods.add_handler(
             on_add=lambda o: self._saw(o),
             on_update=lambda _o, n: self._saw(n),
@@ -50,8 +57,9 @@ class Cluster:
             history.append(node_name)
 
     async def start(self) -> None:
-        self._tasks = [self.pods.start(), self.events.start()]
-        await asyncio.gather(self.pods.wait_synced(), self.events.wait_synced())
+        informers = (self.pods, self.events, self.claims)
+        self._tasks = [informer.start() for informer in informers]
+        await asyncio.gather(*(informer.wait_synced() for informer in informers))
 
     async def stop(self) -> None:
         for t in self._tasks:
@@ -86,6 +94,9 @@ class Cluster:
             and (reason is None or e.get("reason") == reason)
         ]
 
+    def claim(self, name: str, namespace: str = "default") -> dict[str, Any] | None:
+        return self.claims.get(f"{namespace}/{name}")
+
     def condition(self, name: str, type_: str) -> dict[str, Any] | None:
         for c in ((self.pod(name) or {}).get("status") or {}).get("conditions") or ():
             if c.get("type") == type_:
@@ -112,6 +123,31 @@ class Cluster:
         obj = sched_pod(name, **kw)
         del obj["metadata"]["uid"]  # the server assigns it
         await self.client.create(PODS, obj, namespace="default")
+
+    async def add_claim(self, name: str, **kw: Any) -> None:
+        await self.client.create(CLAIMS, persistent_volume_claim(name, **kw), namespace="default")
+
+    async def add_volume(self, name: str, **kw: Any) -> None:
+        await self.client.create(VOLUMES, persistent_volume(name, **kw))
+
+    async def add_class(self, obj: dict[str, Any]) -> None:
+        await self.client.create(CLASSES, obj)
+
+    async def bind_claim(self, name: str, volume: str) -> None:
+        """What the PV controller does: the volume points at the claim, the claim at the
+        volume, and both say Bound."""
+        claim = await self.client.get(CLAIMS, name, namespace="default")
+        pv = await self.client.get(VOLUMES, volume)
+        pv["spec"]["claimRef"] = {"kind": "PersistentVolumeClaim", "namespace": "default",
+                                  "name": name, "uid": claim["metadata"]["uid"]}  # fmt: skip
+        pv = await self.client.update(VOLUMES, pv)
+        pv["status"] = {"phase": "Bound"}
+        await self.client.update_status(VOLUMES, pv)
+        claim["spec"]["volumeName"] = volume
+        claim = await self.client.update(CLAIMS, claim)
+        claim["status"] = {"phase": "Bound", "accessModes": claim["spec"]["accessModes"],
+                           "capacity": pv["spec"]["capacity"]}  # fmt: skip
+        await self.client.update_status(CLAIMS, claim)
 
     async def add_pods(self, names: list[str], *, concurrency: int = 16, **kw: Any) -> None:
         slots = asyncio.Semaphore(concurrency)

@@ -1,0 +1,126 @@
+"""A pod with PersistentVolumeClaims is placed where its volumes can be: it waits for a missing or
+unbound claim, follows a bound volume's node affinity, and for a WaitForFirstConsumer claim
+tells the PV controller its node (``volume.kubernetes.io/selected-node``) and binds only once the
+claim is Bound.
+
+Real apiserver, real scheduler process, hand-written nodes; the test plays the PV controller
+(binding claims with ``Cluster.bind_claim``). The tests await watch events, never sleep.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from api.storage import LOCAL_PATH_CLASS
+from kubelite.testing import ComponentProcess
+from services.scheduler.plugins.volume_binding import LOCAL_PATH_ROOT_ANNOTATION
+from services.scheduler.volumes import SELECTED_NODE_ANNOTATION
+from tests.factories import storage_class
+from tests.scheduler.cluster import PODS, Cluster, cluster_at
+
+pytestmark = pytest.mark.e2e
+
+DATA = [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]
+
+
+async def failed_scheduling(cluster: Cluster, pod: str, message: str) -> None:
+    await cluster.until(
+        lambda: any(e["message"] == message for e in cluster.pod_events(pod, "FailedScheduling")),
+        within=20,
+        what=f"FailedScheduling {message!r}",
+    )
+
+
+async def scheduled(cluster: Cluster, pod: str) -> str:
+    await cluster.until(lambda: bool(cluster.node_of(pod)), within=20, what=f"{pod} bound")
+    return cluster.node_of(pod)
+
+
+async def test_a_pod_waits_for_its_missing_claim_then_schedules_once_it_is_bound(
+    api: ComponentProcess, start_scheduler: Callable[..., ComponentProcess]
+) -> None:
+    start_scheduler()
+    async with cluster_at(api.url) as cluster:
+        await cluster.add_node("node1")
+        await cluster.add_node("node2")
+        await cluster.add_pod("app", volumes=DATA)
+        await failed_scheduling(
+            cluster, "app", '0/2 nodes are available: persistentvolumeclaim "data" not found.'
+        )
+        assert cluster.node_of("app") == ""
+
+        await cluster.add_volume("pv1")
+        await cluster.add_claim("data", storage_class="")
+        await cluster.bind_claim("data", "pv1")
+        assert await scheduled(cluster, "app") in ("node1", "node2")
+
+
+async def test_a_pod_follows_its_bound_volume_s_node_affinity(
+    api: ComponentProcess, start_scheduler: Callable[..., ComponentProcess]
+) -> None:
+    start_scheduler()
+    async with cluster_at(api.url) as cluster:
+        await cluster.add_node("node1")
+        await cluster.add_node("node2")
+        await cluster.add_volume("pv2", node_affinity={"kubernetes.io/hostname": ["node2"]})
+        await cluster.add_claim("data", storage_class="")
+        await cluster.bind_claim("data", "pv2")
+        await cluster.add_pods([f"app-{i}" for i in range(4)], volumes=DATA)
+        for i in range(4):
+            assert await scheduled(cluster, f"app-{i}") == "node2"
+
+
+async def test_an_unbound_immediate_claim_keeps_the_pod_pending_until_it_is_bound(
+    api: ComponentProcess, start_scheduler: Callable[..., ComponentProcess]
+) -> None:
+    start_scheduler()
+    async with cluster_at(api.url) as cluster:
+        await cluster.add_node("node1")
+        await cluster.add_class(storage_class("fast", provisioner="example.com/fast"))
+        await cluster.add_volume("pv1", storage_class="fast")
+        await cluster.add_claim("data", storage_class="fast")
+        await cluster.add_pod("app", volumes=DATA)
+        await failed_scheduling(
+            cluster,
+            "app",
+            "0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims.",
+        )
+        assert cluster.node_of("app") == ""
+
+        await cluster.bind_claim("data", "pv1")
+        assert await scheduled(cluster, "app") == "node1"
+
+
+async def test_a_wait_for_first_consumer_claim_is_given_the_pod_s_node_before_the_pod_binds(
+    api: ComponentProcess, start_scheduler: Callable[..., ComponentProcess]
+) -> None:
+    start_scheduler()
+    async with cluster_at(api.url) as cluster:
+        await cluster.add_node("node1")  # no local-path root: the provisioner cannot serve it
+        await cluster.add_node("node2", annotations={LOCAL_PATH_ROOT_ANNOTATION: "/var/local/n2"})
+        await cluster.add_claim("data", storage_class=LOCAL_PATH_CLASS)
+        await cluster.add_pod("app", volumes=DATA)
+
+        def selected() -> str:
+            claim = cluster.claim("data") or {}
+            return (claim.get("metadata", {}).get("annotations") or {}).get(
+                SELECTED_NODE_ANNOTATION, ""
+            )
+
+        await cluster.until(lambda: bool(selected()), within=20, what="selected-node on claim")
+        assert selected() == "node2"
+        # the claim is not bound yet, so the pod cannot have been: read the server, not the watch
+        pod = await cluster.client.get(PODS, "app", namespace="default")
+        assert not pod["spec"].get("nodeName")
+
+        await cluster.add_volume(
+            "pvc-data", storage_class=LOCAL_PATH_CLASS,
+            node_affinity={"kubernetes.io/hostname": ["node2"]},
+        )  # fmt: skip
+        await cluster.bind_claim("data", "pvc-data")
+        assert await scheduled(cluster, "app") == "node2"
+        await cluster.until(
+            lambda: bool(cluster.pod_events("app", "Scheduled")), within=20, what="Scheduled"
+        )
