@@ -9,9 +9,14 @@ and reports back. ``NodeKubelet`` wires the pieces of one node together:
 * a ``PodWorker`` per pod uid (``pod_worker.py``), created on the first sight of a pod and
   finished when the pod is gone; a pod deleted and re-created under the same name is a new uid,
   hence a new worker;
+* an ``ObjectCache`` (``object_cache.py``): one watch per ConfigMap, Secret, PVC and PV the
+  node's pods reference, each change poking the pods that reference it; and where their volumes
+  live (``volumes.VolumeHost``): under the process runtime's state dir — the kubelet's
+  ``--state-dir`` — or nowhere for the sim runtime, whose pods still have their references
+  resolved and their errors reported but get no files;
 * once the informer has synced, **orphan cleanup**: pods the runtime still holds (re-adopted from
   ``--state-dir``) that are no longer bound to this node were deleted while the kubelet was away;
-  their containers are stopped and their sandboxes removed. Pods still bound are re-adopted by
+  their containers are stopped, their volumes torn down and their sandboxes removed. Pods still bound are re-adopted by
   their workers, processes untouched.
 
 The status manager is shared (one per process), and a sim kubelet hosting many nodes passes
@@ -28,6 +33,7 @@ import asyncio
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from api.registry import REGISTRY, ResourceType
@@ -36,9 +42,12 @@ from client.events import EventRecorder
 from client.informer import Informer
 from client.rest import ApiClient
 from services.kubelet.node_status import NodeAgent, NodeConfig, Pressure
+from services.kubelet.object_cache import ObjectCache
 from services.kubelet.pod_worker import ORPHAN_GRACE, PodWorker, WorkerContext
 from services.kubelet.runtime.base import Runtime
+from services.kubelet.runtime.process import ProcessRuntime
 from services.kubelet.status_manager import StatusManager
+from services.kubelet.volumes import VolumeHost, tear_down
 
 __all__ = ["NodeKubelet"]
 
@@ -47,6 +56,15 @@ log = logging.getLogger("kubelet")
 Obj = dict[str, Any]
 FINISHED_MEMORY = 4096
 """How many finished pod uids to remember, so late events about them start no new worker."""
+NODE_RESOLV_CONF = Path("/etc/resolv.conf")
+"""The node's resolver, which a pod's ``dnsConfig`` extends."""
+
+
+def _node_resolv_conf() -> str:
+    try:
+        return NODE_RESOLV_CONF.read_text()
+    except OSError:
+        return ""
 
 
 def _pods() -> ResourceType:
@@ -95,6 +113,12 @@ class NodeKubelet:
         self._finished: OrderedDict[str, None] = OrderedDict()
         self.ready = asyncio.Event()
         """Set once the node is registered, the pod cache synced and orphans cleaned up."""
+        self.objects = ObjectCache(client, on_change=self._poke)
+        # the process runtime keeps its pods under the kubelet's --state-dir, and so do volumes
+        root = runtime.state.root if isinstance(runtime, ProcessRuntime) else None
+        self.volumes = VolumeHost(
+            root=root, allocatable={"cpu": config.cpu, "memory": config.memory}
+        )
         self._ctx = WorkerContext(
             client=client,
             runtime=runtime,
@@ -102,6 +126,9 @@ class NodeKubelet:
             recorder=recorder,
             node_name=config.name,
             host_ip=config.internal_ip,
+            objects=self.objects,
+            volumes=self.volumes,
+            node_resolv_conf=_node_resolv_conf(),
             on_exit=self._worker_finished,
         )
         if self._owns_informer:
@@ -134,6 +161,12 @@ class NodeKubelet:
         worker = self.workers.get(uid) if uid else None
         if worker is not None:
             worker.removed()
+
+    def _poke(self, uid: str) -> None:
+        """An object pod ``uid`` references changed (called by its watch)."""
+        worker = self.workers.get(uid)
+        if worker is not None:
+            worker.poke()
 
     def _worker_finished(self, uid: str) -> None:
         worker = self.workers.pop(uid, None)
@@ -183,6 +216,7 @@ class NodeKubelet:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            await self.objects.close()
 
     async def _cleanup_orphans(self) -> None:
         bound = {
@@ -207,4 +241,5 @@ class NodeKubelet:
                     for r in running
                 )
             )
+            await tear_down(self.volumes.root, uid)
             await self.runtime.remove_pod_sandbox(uid)

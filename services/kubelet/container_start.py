@@ -2,13 +2,16 @@
 
 Why a module of its own: a start is where users read what went wrong — the events Pulling,
 Pulled ("already present on machine"), Created, Started, Failed; the waiting reasons
-``ErrImagePull`` then ``ImagePullBackOff``; ``StartError`` for a command that cannot start — so
-the sequence and its messages live together, as in ``kuberuntime_container.go``
-``startContainer``.
+``ErrImagePull`` then ``ImagePullBackOff``; ``CreateContainerConfigError`` when the env names a
+ConfigMap, Secret or key that does not exist (event Failed "Error: configmap "x" not found");
+``StartError`` for a command that cannot start — so the sequence and its messages live together,
+as in ``kuberuntime_container.go`` ``startContainer``.
 
 What it owns: ``start_container`` (the pull back-off gate, the pull by ``imagePullPolicy``, the
-runtime call, the probes of the new instance) and ``watch_exit`` (one named task per container
-that wakes the worker when the current instance exits).
+container's config — env resolved from the objects the pod's sync read, mounts from its volumes
+— the runtime call, the probes of the new instance), ``wanted_config`` (that config, or the
+``ContainerConfigError`` saying why there is none) and ``watch_exit`` (one named task per
+container that wakes the worker when the current instance exits).
 
 What it does not guarantee: a pull is not shared between pods of the node; a pull back-off is
 per container, not per image.
@@ -23,18 +26,21 @@ from typing import Any
 
 from client.backoff import Backoff
 from services.kubelet.container_config import container_config
+from services.kubelet.container_env import ContainerConfigError, container_env
 from services.kubelet.container_probes import start_probes
 from services.kubelet.pod_memory import ContainerState, PodMemory
 from services.kubelet.restart_backoff import ERR_IMAGE_PULL_SHOWN, PULL_BACKOFF, go_duration
 from services.kubelet.runtime.base import (
+    ContainerConfig,
     ContainerRecord,
     ContainerStartError,
     ImagePullError,
     ImageRef,
 )
 from services.kubelet.runtime.images import default_pull_policy
+from services.kubelet.volumes import container_mounts
 
-__all__ = ["start_container", "watch_exit"]
+__all__ = ["start_container", "wanted_config", "watch_exit"]
 
 
 def watch_exit(mem: PodMemory, record: ContainerRecord) -> None:
@@ -122,6 +128,24 @@ async def _pull(
     return image
 
 
+def wanted_config(
+    mem: PodMemory, spec: Mapping[str, Any], *, attempt: int
+) -> tuple[ContainerConfig, tuple[str, ...]]:
+    """The config to start ``spec`` with now, and the env warnings to report; raises
+    ``ContainerConfigError`` when a reference it needs is missing."""
+    assert mem.pod_ip is not None
+    env = container_env(
+        mem.pod,
+        spec,
+        objects=mem.objects,
+        pod_ip=mem.pod_ip,
+        host_ip=mem.ctx.host_ip,
+        allocatable=mem.ctx.volumes.allocatable,
+    )
+    mounts = container_mounts(spec, volumes=mem.volumes, env=env.values)
+    return container_config(spec, attempt=attempt, env=env.values, mounts=mounts), env.warnings
+
+
 async def start_container(
     mem: PodMemory,
     st: ContainerState,
@@ -137,10 +161,16 @@ async def start_container(
     image = await _pull(mem, st, spec=spec, deadlines=deadlines)
     if image is None:
         return
-    assert mem.pod_ip is not None
-    config = container_config(
-        mem.pod, spec, attempt=attempt, pod_ip=mem.pod_ip, host_ip=mem.ctx.host_ip
-    )
+    try:
+        config, warnings = wanted_config(mem, spec, attempt=attempt)
+    except ContainerConfigError as exc:
+        mem.event("Warning", "Failed", f"Error: {exc.message}")
+        st.waiting = ("CreateContainerConfigError", exc.message)
+        deadlines.append(mem.retry_references_at())
+        return
+    for warning in warnings:
+        mem.event("Warning", "InvalidEnvironmentVariableNames", warning)
+    st.started_spec = dict(spec)
     mem.event("Normal", "Created", f"Created container: {st.name}")
     try:
         record = await mem.ctx.runtime.start_container(mem.sandbox, config, image=image)

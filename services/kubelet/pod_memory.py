@@ -5,10 +5,12 @@ termination all read and write the same memory — which instances each containe
 it waits, its back-offs, its readiness — and the node-wide parts every worker shares
 (``WorkerContext``). Naming that memory lets each of those concerns live in a module of its own.
 
-What it owns: ``WorkerContext`` (the node's client, runtime, status manager, recorder, names),
-``ContainerState`` (one container of the spec, across restarts) and ``PodMemory`` (one pod: its
-object, its containers and init containers, sandbox IP, start time, the wake-up event and the
-exit-watch tasks).
+What it owns: ``WorkerContext`` (the node's client, runtime, status manager, recorder, names,
+the cache of referenced objects and where volumes live), ``ContainerState`` (one container of
+the spec, across restarts) and ``PodMemory`` (one pod: its object, its containers and init
+containers, sandbox IP, start time, its volumes, the objects it references as last read, an
+eviction, the wake-up event and the exit-watch tasks). ``PodMemory.sandbox`` is what the
+runtime is told about the pod (hostname, subdomain, host aliases, resolv.conf).
 
 What it does not guarantee: nothing here is shared between pods or persisted; a restarted
 kubelet rebuilds it from the runtime's instances (``PodWorker`` re-adopts them), so back-off
@@ -22,18 +24,26 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from client.backoff import Backoff
+from client.backoff import Backoff, BackoffPolicy
 from client.events import EventRecorder, EventType
 from client.rest import ApiClient
+from services.kubelet.container_env import Objects
+from services.kubelet.object_cache import ObjectCache
+from services.kubelet.pod_dns import resolv_conf
 from services.kubelet.runtime.base import ContainerRecord, PodSandbox, Runtime
 from services.kubelet.status_manager import StatusManager
+from services.kubelet.volumes import MountedVolume, VolumeHost
 
-__all__ = ["DEFAULT_GRACE", "ContainerState", "PodMemory", "WorkerContext"]
+__all__ = ["DEFAULT_GRACE", "REFERENCE_BACKOFF", "ContainerState", "PodMemory", "WorkerContext"]
 
 Obj = dict[str, Any]
 
 DEFAULT_GRACE = 30
 """``terminationGracePeriodSeconds`` when the pod does not say."""
+REFERENCE_BACKOFF = BackoffPolicy(initial=0.5, factor=2.0, cap=122.0, jitter=0.0, reset_after=600.0)
+"""Retries of a FailedMount or CreateContainerConfigError when nothing woke the pod sooner: the
+kubelet's volume operation back-off (500 ms doubling to 2m2s). A change of a referenced object
+wakes the pod at once."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +56,11 @@ class WorkerContext:
     recorder: EventRecorder
     node_name: str
     host_ip: str
+    objects: ObjectCache
+    """The ConfigMaps, Secrets, PVCs and PVs the node's pods reference, watched by name."""
+    volumes: VolumeHost
+    node_resolv_conf: str = ""
+    """The node's ``/etc/resolv.conf``, which a pod's ``dnsConfig`` extends."""
     on_exit: Callable[[str], None] = lambda uid: None
     """Called with the pod uid when the worker has finished (pod gone)."""
 
@@ -72,6 +87,10 @@ class ContainerState:
     probe_kill: str | None = None
     """Why a failed liveness/startup probe wants the current instance restarted."""
     probes: list[asyncio.Task[None]] = field(default_factory=list)
+    started_spec: dict[str, Any] | None = None
+    """The container spec the current instance was started from by this kubelet (None after a
+    restart re-adopted it): a definition change is a change of *this*, not of the env values
+    its ConfigMaps and Secrets resolve to, which a running container never sees change."""
 
     def stop_probes(self) -> None:
         for task in self.probes:
@@ -104,12 +123,28 @@ class PodMemory:
     exit_watches: dict[str, asyncio.Task[None]] = field(default_factory=dict)
     pod_ip: str | None = None
     start_time: str | None = None
+    objects: Objects = field(default_factory=dict)
+    """The referenced objects as this sync read them (None: not found)."""
+    volumes: dict[str, MountedVolume] = field(default_factory=dict)
+    """Volumes set up so far, by name."""
+    volumes_ready: bool = False
+    """Every volume was set up once; later failures (a ConfigMap deleted) only warn."""
+    reference_backoff: Backoff | None = None
+    """While a volume or an env reference fails: when to try again without news."""
+    evicted: str | None = None
+    """Why the kubelet evicted the pod (phase Failed, reason Evicted); it never runs again."""
 
     @classmethod
     def of(cls, pod: Obj, *, ctx: WorkerContext) -> PodMemory:
         meta = pod["metadata"]
+        status = pod.get("status") or {}
         return cls(
-            ctx=ctx, pod=pod, uid=meta["uid"], namespace=meta["namespace"], name=meta["name"]
+            ctx=ctx,
+            pod=pod,
+            uid=meta["uid"],
+            namespace=meta["namespace"],
+            name=meta["name"],
+            evicted=(status.get("message") or "") if status.get("reason") == "Evicted" else None,
         )
 
     def container(self, name: str) -> ContainerState | None:
@@ -131,7 +166,20 @@ class PodMemory:
             namespace=self.namespace,
             name=self.name,
             hostname=spec.get("hostname") or self.name,
+            subdomain=spec.get("subdomain") or "",
+            resolv_conf=resolv_conf(spec, node_resolv_conf=self.ctx.node_resolv_conf),
+            host_aliases=tuple(
+                (str(alias.get("ip") or ""), tuple(alias.get("hostnames") or ()))
+                for alias in spec.get("hostAliases") or ()
+            ),
         )
+
+    def retry_references_at(self) -> float:
+        """A reference failed (FailedMount, CreateContainerConfigError): the loop time to try
+        again if no change of a referenced object wakes the pod sooner."""
+        if self.reference_backoff is None:
+            self.reference_backoff = Backoff(REFERENCE_BACKOFF)
+        return asyncio.get_running_loop().time() + self.reference_backoff.next_delay()
 
     def grace_period(self) -> float:
         meta = self.pod.get("metadata") or {}

@@ -3,7 +3,8 @@
 Pure functions, no I/O: ``container_status`` renders one container (state, lastState,
 restartCount, image, imageID, containerID, ready, started), ``pod_phase`` is the kubelet's
 ``getPhase`` (Pending → Running → Succeeded/Failed by restart policy), and ``build_pod_status``
-assembles the whole status with the conditions the kubelet owns — PodReadyToStartContainers,
+assembles the whole status (with the pod-level ``reason``/``message`` of a pod the kubelet
+failed itself, such as ``Evicted``) with the conditions the kubelet owns — PodReadyToStartContainers,
 Initialized, ContainersReady, Ready — while keeping conditions others own (PodScheduled from the
 scheduler, DisruptionTarget, ...) and every condition's ``lastTransitionTime`` when its status
 did not change.
@@ -178,8 +179,11 @@ def build_pod_status(
     sandbox_ready: bool,
     terminal: bool = False,
     start_time: str | None = None,
+    failed: tuple[str, str] | None = None,
 ) -> Obj:
-    """The pod's new ``status``; ``old`` is the status currently in the API."""
+    """The pod's new ``status``; ``old`` is the status currently in the API; ``failed``
+    (reason, message) when the kubelet ended the pod itself: phase Failed whatever the
+    containers say."""
     statuses = [container_status(v) for v in views]
     init_list = list(init_views)
     init_statuses = [container_status(v) for v in init_list]
@@ -198,6 +202,8 @@ def build_pod_status(
             term = s["state"].get("terminated")
             if term is not None and term.get("exitCode") != 0:
                 phase = "Failed"
+    if failed is not None:
+        phase = "Failed"
     unready = [s["name"] for s in statuses if not s["ready"]]
     completed = phase == "Succeeded"
 
@@ -250,6 +256,8 @@ def build_pod_status(
         "startTime": old.get("startTime") or start_time or now,
         "containerStatuses": statuses,
     }
+    if failed is not None:
+        status["reason"], status["message"] = failed
     if pod_ip:
         status["podIP"] = pod_ip
         status["podIPs"] = [{"ip": pod_ip}]

@@ -5,14 +5,23 @@ Why a module of its own: a sync is the level-triggered heart of a pod worker (th
 does what is due now, and says when it wants to look again. Keeping it apart from the worker's
 loop, from container starts and from termination keeps each rule findable:
 
-* the sandbox (pod IP) first, then init containers one by one, each to exit 0 (restarting on
-  failure unless ``restartPolicy: Never``), then the app containers;
+* the sandbox (pod IP) first; then the objects the pod references (ConfigMaps, Secrets, PVCs
+  and their PVs, through the node's ``ObjectCache``, whose watches wake the pod when they
+  change); then its volumes (``volumes.py``): until every volume was set up once the pod stays
+  Pending with its containers ``ContainerCreating``, each failure a FailedMount warning, retried
+  with back-off and at once when a referenced object changes; every later sync sets them up
+  again, which is how a changed ConfigMap reaches a running pod's files;
+* an emptyDir over its ``sizeLimit`` evicts the pod (measured every ``EVICTION_INTERVAL``):
+  event Evicted, containers killed, phase Failed with reason ``Evicted``; it never runs again;
+* then init containers one by one, each to exit 0 (restarting on failure unless
+  ``restartPolicy: Never``), then the app containers;
 * **exits** follow ``restartPolicy``: Always restarts, OnFailure restarts non-zero exits, Never
   does not. The first restart is immediate, later ones wait (``CrashLoopBackOff``, event
   BackOff, ``restart_backoff.CRASH_BACKOFF``);
 * a running container whose definition changed (image, command, ...) is stopped (Killing
-  "Container X definition changed, will be restarted") and started anew; one a liveness or
-  startup probe failed is stopped and restarted by its policy;
+  "Container X definition changed, will be restarted") and started anew — a change of the
+  values its env reads from ConfigMaps and Secrets is not one; one a liveness or startup probe
+  failed is stopped and restarted by its policy;
 * a pod that reached Succeeded/Failed under a policy other than Always never runs again.
 
 What it does not guarantee: one step per sync — the caller syncs again when woken or at the
@@ -27,14 +36,21 @@ from typing import Any
 
 from api.meta import now_time
 from client.backoff import Backoff
-from services.kubelet.container_config import container_config
-from services.kubelet.container_start import start_container
+from services.kubelet.container_env import ContainerConfigError, Objects
+from services.kubelet.container_start import start_container, wanted_config
+from services.kubelet.object_cache import ObjectRef
 from services.kubelet.pod_memory import ContainerState, PodMemory
+from services.kubelet.pod_termination import stop_containers
 from services.kubelet.restart_backoff import CRASH_BACKOFF, go_duration
 from services.kubelet.runtime.base import ContainerRecord
+from services.kubelet.volumes import emptydir_over_limit, pod_references, pv_references, set_up
 from services.kubelet.worker_status import publish_status
 
-__all__ = ["sync_pod"]
+__all__ = ["EVICTION_INTERVAL", "sync_pod"]
+
+EVICTION_INTERVAL = 10.0
+"""How often emptyDir usage is measured against ``sizeLimit`` (the kubelet's eviction manager
+monitors every 10 s)."""
 
 
 async def sync_pod(mem: PodMemory) -> float | None:
@@ -55,9 +71,58 @@ async def sync_pod(mem: PodMemory) -> float | None:
         # manager coalesces this with the Running status that follows
         publish_status(mem, policy=policy)
     if not terminal:
-        await _sync_containers(mem, spec, policy=policy, deadlines=deadlines)
+        mem.objects = await _read_objects(mem)
+        mounted = await _set_up_volumes(mem, deadlines=deadlines)
+        if mem.volumes_ready and not await _evicted(mem, deadlines):
+            await _sync_containers(mem, spec, policy=policy, deadlines=deadlines)
+        if mounted and not _waits_for_references(mem):
+            mem.reference_backoff = None
     publish_status(mem, policy=policy)
     return min(deadlines) if deadlines else None
+
+
+async def _read_objects(mem: PodMemory) -> Objects:
+    """The objects the pod references, from the node's cache (its watches now wake the pod)."""
+    objects: dict[ObjectRef, dict[str, Any] | None] = {}
+    for refs in (pod_references(mem.pod), None):
+        for ref in sorted(refs if refs is not None else pv_references(objects)):
+            objects[ref] = await mem.ctx.objects.get(ref, pod=mem.uid)
+    return objects
+
+
+async def _set_up_volumes(mem: PodMemory, *, deadlines: list[float]) -> bool:
+    """Set up the pod's volumes, each failure a FailedMount warning; True when all are."""
+    ready, failures = await set_up(mem.pod, host=mem.ctx.volumes, objects=mem.objects)
+    mem.volumes.update(ready)
+    for message in failures:
+        mem.event("Warning", "FailedMount", message)
+    if failures:
+        deadlines.append(mem.retry_references_at())
+        return False
+    mem.volumes_ready = True
+    return True
+
+
+async def _evicted(mem: PodMemory, deadlines: list[float]) -> bool:
+    """Evict the pod when an emptyDir exceeds its ``sizeLimit``; True once evicted."""
+    spec = mem.pod.get("spec") or {}
+    if not any((v.get("emptyDir") or {}).get("sizeLimit") for v in spec.get("volumes") or ()):
+        return False
+    message = emptydir_over_limit(mem.pod, mem.volumes)
+    if message is None:
+        deadlines.append(asyncio.get_running_loop().time() + EVICTION_INTERVAL)
+        return False
+    mem.evicted = message
+    mem.event("Warning", "Evicted", message)
+    await stop_containers(mem, grace=0.0)
+    return True
+
+
+def _waits_for_references(mem: PodMemory) -> bool:
+    return any(
+        st.waiting is not None and st.waiting[0] == "CreateContainerConfigError"
+        for st in mem.all_containers()
+    )
 
 
 async def _sync_containers(
@@ -82,7 +147,9 @@ async def _sync_containers(
 
 
 def _phase_is_terminal(mem: PodMemory, *, policy: str) -> bool:
-    """A pod that reached Succeeded/Failed never runs again."""
+    """A pod that reached Succeeded/Failed never runs again; nor does an evicted one."""
+    if mem.evicted is not None:
+        return True
     phase = (mem.ctx.status.status_of(mem.uid) or (mem.pod.get("status") or {})).get("phase")
     return phase in ("Succeeded", "Failed") and policy != "Always"
 
@@ -96,9 +163,7 @@ async def _converge(
     deadlines: list[float],
 ) -> None:
     cur = st.current
-    assert mem.pod_ip is not None
-    wanted = container_config(mem.pod, spec, attempt=0, pod_ip=mem.pod_ip, host_ip=mem.ctx.host_ip)
-    changed = cur is not None and bool(cur.spec_hash) and cur.spec_hash != wanted.spec_hash
+    changed = cur is not None and _definition_changed(mem, st, cur, spec=spec)
     if cur is not None and cur.running:
         await _converge_running(mem, st, cur, spec=spec, changed=changed, deadlines=deadlines)
     elif cur is not None:
@@ -107,6 +172,25 @@ async def _converge(
         )
     else:
         await start_container(mem, st, spec=spec, attempt=0, deadlines=deadlines)
+
+
+def _definition_changed(
+    mem: PodMemory, st: ContainerState, cur: ContainerRecord, *, spec: Mapping[str, Any]
+) -> bool:
+    """Whether ``cur`` runs an older definition of the container than ``spec``.
+
+    An instance this kubelet started is compared by its spec; one re-adopted after a restart
+    by the runtime's hash of its config (the env as resolved now: a referenced value that
+    changed while the kubelet was away restarts it, and an unresolvable one does not)."""
+    if st.started_spec is not None:
+        return st.started_spec != spec
+    if not cur.spec_hash:
+        return False
+    try:
+        wanted, _ = wanted_config(mem, spec, attempt=0)
+    except ContainerConfigError:
+        return False
+    return cur.spec_hash != wanted.spec_hash
 
 
 async def _converge_running(

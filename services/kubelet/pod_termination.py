@@ -11,7 +11,8 @@ pod, and it must hold even when the apiserver is briefly away, as in the kubelet
   and a uid precondition — the kubelet's confirmation; both are retried with back-off;
 * a pod that vanished from the API without that (force-deleted) is stopped with at most
   ``ORPHAN_GRACE`` and removed;
-* the sandbox is removed last.
+* the pod's volume dirs go (a tmpfs emptyDir unmounted first; hostPath and PV data stay), its
+  references to ConfigMaps, Secrets and claims are released, and the sandbox is removed last.
 
 What it does not guarantee: the final status write is tried five times and the confirmation ten
 (then the pod is left to the garbage collector / node lifecycle controller); a 409 on the
@@ -29,9 +30,10 @@ from api.registry import REGISTRY, ResourceType
 from client.backoff import Backoff
 from services.kubelet.pod_memory import PodMemory
 from services.kubelet.restart_backoff import SYNC_ERROR_BACKOFF
+from services.kubelet.volumes import tear_down
 from services.kubelet.worker_status import render_status
 
-__all__ = ["ORPHAN_GRACE", "terminate"]
+__all__ = ["ORPHAN_GRACE", "stop_containers", "terminate"]
 
 log = logging.getLogger("kubelet.pods")
 
@@ -49,8 +51,8 @@ def _pods() -> ResourceType:
     return rt
 
 
-async def _stop_containers(mem: PodMemory) -> None:
-    grace = mem.grace_period() if not mem.gone else min(mem.grace_period(), ORPHAN_GRACE)
+async def stop_containers(mem: PodMemory, *, grace: float) -> None:
+    """SIGTERM every running container of the pod, SIGKILL after ``grace`` seconds."""
     stops = []
     for st in mem.all_containers():
         st.stop_probes()
@@ -72,13 +74,16 @@ async def _stop_containers(mem: PodMemory) -> None:
 
 async def terminate(mem: PodMemory) -> None:
     """Stop the pod's containers, report and confirm its end, and remove it from the node."""
-    await _stop_containers(mem)
+    grace = mem.grace_period() if not mem.gone else min(mem.grace_period(), ORPHAN_GRACE)
+    await stop_containers(mem, grace=grace)
     if not mem.gone:
         status = render_status(mem, policy=mem.restart_policy, terminal=True)
         pod = await _write_final(mem, status)
         if pod is not None:
             await _confirm_deletion(mem)
     mem.ctx.status.forget(mem.uid)
+    mem.ctx.objects.release(mem.uid)
+    await tear_down(mem.ctx.volumes.root, mem.uid)
     await mem.ctx.runtime.remove_pod_sandbox(mem.uid)
     log.info("pod %s/%s: terminated and removed from the node", mem.namespace, mem.name)
 

@@ -36,8 +36,11 @@ it: the worker's memory (``pod_memory.py``), one sync (``pod_sync.py``), a conta
 translation (``container_config.py``), the status (``worker_status.py``), termination
 (``pod_termination.py``) and the back-off numbers (``restart_backoff.py``).
 
-Not provided: volumes, ``activeDeadlineSeconds``,
-ephemeral containers, resource-pressure eviction.
+Volumes and env references (``volumes.py``, ``container_env.py``): the objects a pod names are
+watched by name (``object_cache.py``); their changes wake the worker (``poke``).
+
+Not provided: ``activeDeadlineSeconds``, ephemeral containers, resource-pressure eviction
+(only an emptyDir over its ``sizeLimit`` evicts).
 """
 
 from __future__ import annotations
@@ -49,7 +52,6 @@ from typing import Any
 
 from api.errors import StatusError
 from client.backoff import Backoff
-from services.kubelet.container_config import container_config
 from services.kubelet.container_probes import start_probes
 from services.kubelet.container_start import watch_exit
 from services.kubelet.pod_memory import ContainerState, PodMemory, WorkerContext
@@ -64,7 +66,6 @@ __all__ = [
     "PULL_BACKOFF",
     "PodWorker",
     "WorkerContext",
-    "container_config",
 ]
 
 log = logging.getLogger("kubelet.pods")
@@ -89,6 +90,10 @@ class PodWorker:
             self._mem.pod = pod
             self.ctx.status.observe(pod)
             self._mem.wake.set()
+
+    def poke(self) -> None:
+        """Something the pod references changed: sync again."""
+        self._mem.wake.set()
 
     def removed(self) -> None:
         """The pod object is gone from the API."""
@@ -165,6 +170,7 @@ class PodWorker:
                 task.cancel()
             for st in mem.all_containers():
                 st.stop_probes()
+            self.ctx.objects.release(self.uid)
             self.terminated.set()
             self.ctx.on_exit(self.uid)
 

@@ -5,7 +5,8 @@ Kubernetes' rules (phase, conditions, container states); the worker's memory kno
 waiting reasons and probe results. This is the seam between them: a ``ContainerView`` per
 container of the spec, rendered and handed to the status manager.
 
-What it owns: ``render_status`` (pure over the memory) and ``publish_status`` (hand it to the
+What it owns: ``render_status`` (pure over the memory; an evicted pod renders Failed with
+reason ``Evicted``) and ``publish_status`` (hand it to the
 status manager, which coalesces and writes it).
 
 What it does not guarantee: a published status is not written yet; the status manager writes
@@ -50,6 +51,7 @@ def _views(
 def render_status(mem: PodMemory, *, policy: str, terminal: bool = False) -> Obj:
     """The status of the pod as its worker knows it; ``terminal`` once all containers stopped."""
     spec = mem.pod.get("spec") or {}
+    terminal = terminal or mem.evicted is not None  # an evicted pod's containers are stopped
     return build_pod_status(
         old=mem.pod.get("status") or {},
         views=_views(mem.containers, spec.get("containers") or []),
@@ -60,6 +62,7 @@ def render_status(mem: PodMemory, *, policy: str, terminal: bool = False) -> Obj
         sandbox_ready=mem.pod_ip is not None and not terminal,
         terminal=terminal,
         start_time=mem.start_time,
+        failed=("Evicted", mem.evicted) if mem.evicted is not None else None,
     )
 
 
