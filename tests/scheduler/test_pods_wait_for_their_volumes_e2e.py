@@ -18,7 +18,7 @@ from kubelite.testing import ComponentProcess
 from services.scheduler.plugins.volume_binding import LOCAL_PATH_ROOT_ANNOTATION
 from services.scheduler.volumes import SELECTED_NODE_ANNOTATION
 from tests.factories import storage_class
-from tests.scheduler.cluster import PODS, Cluster, cluster_at
+from tests.scheduler.cluster import CLAIMS, PODS, Cluster, cluster_at
 
 pytestmark = pytest.mark.e2e
 
@@ -31,6 +31,13 @@ async def failed_scheduling(cluster: Cluster, pod: str, message: str) -> None:
         within=20,
         what=f"FailedScheduling {message!r}",
     )
+
+
+def selected(cluster: Cluster) -> str:
+    """The claim ``data``'s selected node, as the watch last saw it."""
+    claim = cluster.claim("data") or {}
+    annotations = claim.get("metadata", {}).get("annotations") or {}
+    return str(annotations.get(SELECTED_NODE_ANNOTATION) or "")
 
 
 async def scheduled(cluster: Cluster, pod: str) -> str:
@@ -103,14 +110,8 @@ async def test_a_wait_for_first_consumer_claim_is_given_the_pod_s_node_before_th
         await cluster.add_claim("data", storage_class=LOCAL_PATH_CLASS)
         await cluster.add_pod("app", volumes=DATA)
 
-        def selected() -> str:
-            claim = cluster.claim("data") or {}
-            return (claim.get("metadata", {}).get("annotations") or {}).get(
-                SELECTED_NODE_ANNOTATION, ""
-            )
-
-        await cluster.until(lambda: bool(selected()), within=20, what="selected-node on claim")
-        assert selected() == "node2"
+        await cluster.until(lambda: bool(selected(cluster)), within=20, what="selected-node")
+        assert selected(cluster) == "node2"
         # the claim is not bound yet, so the pod cannot have been: read the server, not the watch
         pod = await cluster.client.get(PODS, "app", namespace="default")
         assert not pod["spec"].get("nodeName")
@@ -124,3 +125,31 @@ async def test_a_wait_for_first_consumer_claim_is_given_the_pod_s_node_before_th
         await cluster.until(
             lambda: bool(cluster.pod_events("app", "Scheduled")), within=20, what="Scheduled"
         )
+
+
+async def test_a_provisioner_taking_back_the_selected_node_sends_the_pod_round_again(
+    api: ComponentProcess, start_scheduler: Callable[..., ComponentProcess]
+) -> None:
+    start_scheduler()
+    async with cluster_at(api.url) as cluster:
+        await cluster.add_node("node2", annotations={LOCAL_PATH_ROOT_ANNOTATION: "/var/local/n2"})
+        await cluster.add_claim("data", storage_class=LOCAL_PATH_CLASS)
+        await cluster.add_pod("app", volumes=DATA)
+        await cluster.until(lambda: bool(selected(cluster)), within=20, what="selected-node")
+
+        # what a provisioner that cannot serve the node does (Kubernetes' "reschedule")
+        reset = {"metadata": {"annotations": {SELECTED_NODE_ANNOTATION: None}}}
+        await cluster.client.patch(CLAIMS, "data", reset, namespace="default")
+        await failed_scheduling(
+            cluster,
+            "app",
+            'running PreBind plugin "VolumeBinding": binding volumes: selected node annotation '
+            "reset for claim default/data",
+        )
+        await cluster.until(lambda: bool(selected(cluster)), within=20, what="selected again")
+        await cluster.add_volume(
+            "pvc-data", storage_class=LOCAL_PATH_CLASS,
+            node_affinity={"kubernetes.io/hostname": ["node2"]},
+        )  # fmt: skip
+        await cluster.bind_claim("data", "pvc-data")
+        assert await scheduled(cluster, "app") == "node2"
