@@ -12,8 +12,11 @@ What it covers: the versioned defaulting functions (``pkg/apis/core/v1/defaults.
 ReplicaSet, Deployment, Namespace, Node, Secret (``type: Opaque``, and ``stringData`` merged
 into ``data`` and dropped, as the v1 conversion does), PersistentVolume
 (``persistentVolumeReclaimPolicy: Retain``, ``volumeMode: Filesystem``, ``phase: Pending``),
-PersistentVolumeClaim (``volumeMode``, ``phase: Pending``) and StorageClass
-(``reclaimPolicy: Delete``, ``volumeBindingMode: Immediate``), plus what admission adds to new
+PersistentVolumeClaim (``volumeMode``, ``phase: Pending``), StorageClass
+(``reclaimPolicy: Delete``, ``volumeBindingMode: Immediate``), DaemonSet and StatefulSet
+(``pkg/apis/apps/v1/defaults.go``), Job and CronJob (``pkg/apis/batch/v1/defaults.go``; a new
+Job also gets the selector and template labels the job strategy generates, which needs the uid
+the apiserver has set by then: ``api.batch.generate_job_selector``), plus what admission adds to new
 pods in a stock cluster: ``DefaultTolerationSeconds`` (the not-ready/unreachable tolerations, 300 s),
 ``Priority`` (``priority: 0``), and the pod's initial status (``phase: Pending``, ``qosClass``).
 Quantities in resources, capacity and allocatable are rewritten in canonical form
@@ -36,6 +39,7 @@ import base64
 from collections.abc import Callable
 from typing import Any
 
+from api.batch import generate_job_selector
 from api.meta import KubeModel
 from api.quantity import canonical_quantity, parse_quantity
 from api.registry import REGISTRY
@@ -274,6 +278,96 @@ def _deployment(obj: dict[str, Any]) -> None:
     spec.setdefault("progressDeadlineSeconds", 600)
 
 
+def _daemon_set(obj: dict[str, Any]) -> None:
+    spec = _dict(obj, "spec")
+    if spec is None:
+        return
+    _template(spec)
+    strategy = _dict(spec, "updateStrategy")
+    if strategy is not None:
+        strategy.setdefault("type", "RollingUpdate")
+        if strategy["type"] == "RollingUpdate":
+            rolling = _dict(strategy, "rollingUpdate")
+            if rolling is not None:
+                rolling.setdefault("maxUnavailable", 1)
+                rolling.setdefault("maxSurge", 0)
+    spec.setdefault("revisionHistoryLimit", 10)
+
+
+def _stateful_set(obj: dict[str, Any]) -> None:
+    spec = _dict(obj, "spec")
+    if spec is None:
+        return
+    _template(spec)
+    spec.setdefault("podManagementPolicy", "OrderedReady")
+    strategy = _dict(spec, "updateStrategy")
+    if strategy is not None:
+        if not strategy.get("type"):
+            strategy["type"] = "RollingUpdate"
+            strategy.setdefault("rollingUpdate", {})
+        rolling = strategy.get("rollingUpdate")
+        if strategy["type"] == "RollingUpdate" and isinstance(rolling, dict):
+            rolling.setdefault("partition", 0)
+    retention = _dict(spec, "persistentVolumeClaimRetentionPolicy")
+    if retention is not None:
+        retention.setdefault("whenDeleted", "Retain")
+        retention.setdefault("whenScaled", "Retain")
+    for claim in _dicts(spec.get("volumeClaimTemplates")):
+        _persistent_volume_claim(claim)
+    spec.setdefault("replicas", 1)
+    spec.setdefault("revisionHistoryLimit", 10)
+
+
+def _job_spec_template(spec: dict[str, Any]) -> None:
+    """What a Job's and a CronJob's job template share: pod defaults and failure patterns."""
+    _template(spec)
+    policy = spec.get("podFailurePolicy")
+    for rule in _dicts(policy.get("rules")) if isinstance(policy, dict) else []:
+        for pattern in _dicts(rule.get("onPodConditions")):
+            if not pattern.get("status"):
+                pattern["status"] = "True"
+
+
+def _job(obj: dict[str, Any]) -> None:
+    spec = _dict(obj, "spec")
+    if spec is None:
+        return
+    _job_spec_template(spec)
+    if spec.get("completions") is None and spec.get("parallelism") is None:
+        spec["completions"] = 1
+    spec.setdefault("parallelism", 1)
+    if spec.get("backoffLimit") is None:
+        # with a per-index limit, the global one is effectively off
+        per_index = spec.get("backoffLimitPerIndex") is not None
+        spec["backoffLimit"] = 2**31 - 1 if per_index else 6
+    spec.setdefault("completionMode", "NonIndexed")
+    spec.setdefault("suspend", False)
+    if spec.get("podReplacementPolicy") is None:
+        failure_policy = spec.get("podFailurePolicy") is not None
+        spec["podReplacementPolicy"] = "Failed" if failure_policy else "TerminatingOrFailed"
+    generate_job_selector(obj)
+    # a Job without labels carries its template's (SetDefaults_Job, applied on every read)
+    meta, template = obj.get("metadata"), spec.get("template")
+    template_labels = _as_map(_as_map(template).get("metadata")).get("labels")
+    if isinstance(meta, dict) and not meta.get("labels") and isinstance(template_labels, dict):
+        meta["labels"] = dict(template_labels)
+
+
+def _cron_job(obj: dict[str, Any]) -> None:
+    spec = _dict(obj, "spec")
+    if spec is None:
+        return
+    if not spec.get("concurrencyPolicy"):
+        spec["concurrencyPolicy"] = "Allow"
+    spec.setdefault("suspend", False)
+    spec.setdefault("successfulJobsHistoryLimit", 3)
+    spec.setdefault("failedJobsHistoryLimit", 1)
+    job_template = spec.get("jobTemplate")
+    job_spec = job_template.get("spec") if isinstance(job_template, dict) else None
+    if isinstance(job_spec, dict):
+        _job_spec_template(job_spec)
+
+
 def _namespace(obj: dict[str, Any]) -> None:
     spec = _dict(obj, "spec")
     if spec is not None:
@@ -361,4 +455,8 @@ _BY_KIND: dict[str, Callable[[dict[str, Any]], None]] = {
     "PersistentVolume": _persistent_volume,
     "PersistentVolumeClaim": _persistent_volume_claim,
     "StorageClass": _storage_class,
+    "DaemonSet": _daemon_set,
+    "StatefulSet": _stateful_set,
+    "Job": _job,
+    "CronJob": _cron_job,
 }

@@ -50,6 +50,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 __all__ = [
+    "Condition",
     "DeleteOptions",
     "KubeList",
     "KubeModel",
@@ -296,6 +297,19 @@ class LabelSelectorSpec(KubeModel):
 
 
 # -- status, delete options, watch events ----------------------------------------------------
+
+
+class Condition(KubeModel):
+    """``metav1.Condition``, the condition newer kinds share (a PodDisruptionBudget's ...).
+
+    ``lastTransitionTime``, ``reason`` and ``message`` are always on the wire."""
+
+    type: str
+    status: str
+    observed_generation: int | None = None
+    last_transition_time: str | None = None
+    reason: str = ""
+    message: str = ""
 
 
 class StatusCause(KubeModel):

@@ -17,11 +17,13 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from api.apps import Deployment, ReplicaSet
+from api.apps import ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet
+from api.batch import CronJob, Job
 from api.config import ConfigMap, Secret, ServiceAccount
 from api.coordination import Lease
 from api.core import Binding, Event, Namespace, Node, Pod, ReplicationController
 from api.persistentvolumes import PersistentVolume, PersistentVolumeClaim
+from api.policy import PodDisruptionBudget
 from api.storage import StorageClass
 
 __all__ = ["ALL_VERBS", "REGISTRY", "Registry", "ResourceType", "Subresource"]
@@ -405,6 +407,74 @@ REGISTRY: Registry = Registry(
             short_names=("deploy",),
             categories=("all",),
             subresources=(_status("Deployment"), _SCALE),
+        ),
+        ResourceType(
+            group="apps",
+            version="v1",
+            kind="StatefulSet",
+            plural="statefulsets",
+            singular="statefulset",
+            namespaced=True,
+            model=StatefulSet,
+            short_names=("sts",),
+            categories=("all",),
+            subresources=(_status("StatefulSet"), _SCALE),
+        ),
+        ResourceType(
+            group="apps",
+            version="v1",
+            kind="DaemonSet",
+            plural="daemonsets",
+            singular="daemonset",
+            namespaced=True,
+            model=DaemonSet,
+            short_names=("ds",),
+            categories=("all",),
+            subresources=(_status("DaemonSet"),),
+        ),
+        ResourceType(
+            group="apps",
+            version="v1",
+            kind="ControllerRevision",
+            plural="controllerrevisions",
+            singular="controllerrevision",
+            namespaced=True,
+            model=ControllerRevision,
+        ),
+        ResourceType(
+            group="batch",
+            version="v1",
+            kind="Job",
+            plural="jobs",
+            singular="job",
+            namespaced=True,
+            model=Job,
+            categories=("all",),
+            subresources=(_status("Job"),),
+            field_getters={"status.successful": _int_field("status.succeeded")},
+        ),
+        ResourceType(
+            group="batch",
+            version="v1",
+            kind="CronJob",
+            plural="cronjobs",
+            singular="cronjob",
+            namespaced=True,
+            model=CronJob,
+            short_names=("cj",),
+            categories=("all",),
+            subresources=(_status("CronJob"),),
+        ),
+        ResourceType(
+            group="policy",
+            version="v1",
+            kind="PodDisruptionBudget",
+            plural="poddisruptionbudgets",
+            singular="poddisruptionbudget",
+            namespaced=True,
+            model=PodDisruptionBudget,
+            short_names=("pdb",),
+            subresources=(_status("PodDisruptionBudget"),),
         ),
         ResourceType(
             group="coordination.k8s.io",

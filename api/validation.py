@@ -13,8 +13,11 @@ after ``pkg/apis/*/validation``: name syntax, labels and annotations, containers
 resources, enums, tolerations, node affinity, controller selectors versus template labels,
 node addresses and the kubelet port (``api.addresses``), leases, events, ConfigMap and Secret
 keys, base64, sizes and per-type keys (``ValidateConfigMap``/``ValidateSecret``), StorageClass,
-PersistentVolume and PersistentVolumeClaim specs, and for updates the immutable fields
-(``immutable: true`` contents, a Secret's type, StorageClass parameters, PV sources, PVC specs). Semantic checks read the dict defensively, and a cause under a path pydantic
+PersistentVolume and PersistentVolumeClaim specs, DaemonSet/StatefulSet strategies, Job specs
+and their generated selectors, CronJob schedules (``api.cron``) and time zones (``zoneinfo``),
+PodDisruptionBudget specs, and for updates the immutable fields (``immutable: true`` contents,
+a Secret's type, StorageClass parameters, PV sources, PVC specs, a Job's selector and template,
+a StatefulSet's spec beyond replicas/template/strategy, a ControllerRevision's data). Semantic checks read the dict defensively, and a cause under a path pydantic
 already reported is dropped, so one mistake gives one cause.
 
 Messages follow Kubernetes' ``field.Error`` wording (``Required value``, ``Invalid value: "x":
@@ -33,12 +36,20 @@ import binascii
 import json
 import re
 import types
+import zoneinfo
 from collections.abc import Callable, Iterable, Mapping
 from typing import Annotated, Any, TypeGuard, Union, cast, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
 from api.addresses import address_errors
+from api.batch import (
+    CONTROLLER_UID_LABEL,
+    JOB_NAME_LABEL,
+    LEGACY_CONTROLLER_UID_LABEL,
+    LEGACY_JOB_NAME_LABEL,
+)
+from api.cron import parse_schedule
 from api.errors import BadRequest, Cause
 from api.meta import parse_time
 from api.names import (
@@ -48,6 +59,7 @@ from api.names import (
     is_qualified_name,
     is_valid_label_value,
 )
+from api.policy import UNHEALTHY_POD_EVICTION_POLICIES
 from api.quantity import parse_quantity
 from api.registry import ResourceType
 from api.selectors import label_selector_from_dict
@@ -596,6 +608,8 @@ def _template(
     field: str,
     template: Any,
     selector_matches: Callable[[Mapping[str, str]], bool] | None,
+    *,
+    restart_policies: tuple[str, ...] = ("Always",),
 ) -> list[Cause]:
     if not isinstance(template, dict):
         return [required(field)]
@@ -609,8 +623,12 @@ def _template(
     spec = _map(template.get("spec"))
     causes += _pod_spec(f"{field}.spec", spec)
     restart = spec.get("restartPolicy")
-    if isinstance(restart, str) and restart in ("OnFailure", "Never"):
-        causes.append(not_supported(f"{field}.spec.restartPolicy", restart, ["Always"]))
+    if (
+        isinstance(restart, str)
+        and restart in _RESTART_POLICIES
+        and restart not in restart_policies
+    ):
+        causes.append(not_supported(f"{field}.spec.restartPolicy", restart, restart_policies))
     return causes
 
 
@@ -766,6 +784,359 @@ def _deployment(obj: dict[str, Any]) -> list[Cause]:
             causes.append(
                 invalid("spec.progressDeadlineSeconds", pds, "must be greater than minReadySeconds")
             )
+    return causes
+
+
+def _controller_selector(
+    field: str, selector: Any, *, kind: str
+) -> tuple[list[Cause], Callable[[Mapping[str, str]], bool] | None]:
+    """A required, non-empty structured selector: its causes and a matcher (None if bad)."""
+    if not isinstance(selector, dict):
+        return [required(field)], None
+    if not selector.get("matchLabels") and not selector.get("matchExpressions"):
+        return [invalid(field, selector, f"empty selector is invalid for {kind}")], None
+    return _label_selector(field, selector), _selector_matcher(selector)
+
+
+def _percent_at_most_100(field: str, value: Any) -> list[Cause]:
+    causes, number, percent = _int_or_percent(field, value)
+    if percent and number is not None and number > 100:
+        causes.append(invalid(field, value, "must not be greater than 100%"))
+    return causes
+
+
+def _daemon_set(obj: dict[str, Any]) -> list[Cause]:
+    spec = _map(obj.get("spec"))
+    causes, matcher = _controller_selector("spec.selector", spec.get("selector"), kind="daemonset")
+    causes += _template("spec.template", spec.get("template"), matcher)
+    causes += _non_negative("spec.minReadySeconds", spec.get("minReadySeconds"))
+    causes += _non_negative("spec.revisionHistoryLimit", spec.get("revisionHistoryLimit"))
+    strategy = _map(spec.get("updateStrategy"))
+    stype = strategy.get("type")
+    if stype not in ("OnDelete", "RollingUpdate"):
+        causes.append(
+            not_supported("spec.updateStrategy.type", stype, ["OnDelete", "RollingUpdate"])
+        )
+    rolling = strategy.get("rollingUpdate")
+    if stype == "RollingUpdate" and not isinstance(rolling, dict):
+        causes.append(required("spec.updateStrategy.rollingUpdate"))
+    elif stype == "RollingUpdate" and isinstance(rolling, dict):
+        base = "spec.updateStrategy.rollingUpdate"
+        unavailable, surge = rolling.get("maxUnavailable"), rolling.get("maxSurge")
+        causes += _percent_at_most_100(f"{base}.maxUnavailable", unavailable)
+        causes += _percent_at_most_100(f"{base}.maxSurge", surge)
+        has_unavailable = _int_or_percent("", unavailable)[1] not in (0, None)
+        has_surge = _int_or_percent("", surge)[1] not in (0, None)
+        if has_unavailable and has_surge:
+            causes.append(
+                invalid(f"{base}.maxSurge", surge, "may not be set when maxUnavailable is non-zero")
+            )
+        elif not has_unavailable and not has_surge:
+            causes.append(required(f"{base}.maxUnavailable", "cannot be 0 when maxSurge is 0"))
+    return causes
+
+
+STATEFULSET_SPEC_FORBIDDEN = (
+    "updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', "
+    "'updateStrategy', 'revisionHistoryLimit', 'persistentVolumeClaimRetentionPolicy' and "
+    "'minReadySeconds' are forbidden"
+)
+_STATEFULSET_MUTABLE = (
+    "replicas",
+    "ordinals",
+    "template",
+    "updateStrategy",
+    "revisionHistoryLimit",
+    "persistentVolumeClaimRetentionPolicy",
+    "minReadySeconds",
+)
+_RETENTION_POLICIES = ("Retain", "Delete")
+
+
+def _stateful_set(obj: dict[str, Any]) -> list[Cause]:
+    spec = _map(obj.get("spec"))
+    causes = _non_negative("spec.replicas", spec.get("replicas"))
+    causes += _non_negative("spec.minReadySeconds", spec.get("minReadySeconds"))
+    causes += _non_negative("spec.revisionHistoryLimit", spec.get("revisionHistoryLimit"))
+    causes += _non_negative("spec.ordinals.start", _map(spec.get("ordinals")).get("start"))
+    policy = spec.get("podManagementPolicy")
+    if not policy:
+        causes.append(required("spec.podManagementPolicy"))
+    elif policy not in ("OrderedReady", "Parallel"):
+        causes.append(
+            invalid("spec.podManagementPolicy", policy, "must be 'OrderedReady' or 'Parallel'")
+        )
+    strategy = _map(spec.get("updateStrategy"))
+    stype, rolling = strategy.get("type"), strategy.get("rollingUpdate")
+    if not stype:
+        causes.append(required("spec.updateStrategy"))
+    elif stype not in ("RollingUpdate", "OnDelete"):
+        causes.append(
+            invalid("spec.updateStrategy", stype, "must be 'RollingUpdate' or 'OnDelete'")
+        )
+    elif stype == "OnDelete" and rolling is not None:
+        causes.append(
+            invalid(
+                "spec.updateStrategy.rollingUpdate",
+                rolling,
+                "only allowed for updateStrategy 'RollingUpdate'",
+            )
+        )
+    elif isinstance(rolling, dict):
+        base = "spec.updateStrategy.rollingUpdate"
+        causes += _non_negative(f"{base}.partition", rolling.get("partition"))
+        if rolling.get("maxUnavailable") is not None:
+            causes += _percent_at_most_100(f"{base}.maxUnavailable", rolling["maxUnavailable"])
+    retention = spec.get("persistentVolumeClaimRetentionPolicy")
+    for key in ("whenDeleted", "whenScaled"):
+        value = _map(retention).get(key)
+        if isinstance(value, str) and value not in _RETENTION_POLICIES:
+            path = f"spec.persistentVolumeClaimRetentionPolicy.{key}"
+            causes.append(not_supported(path, value, _RETENTION_POLICIES))
+    service = spec.get("serviceName")
+    if isinstance(service, str) and service:
+        causes += _dns_label("spec.serviceName", service)
+    selector_causes, matcher = _controller_selector(
+        "spec.selector", spec.get("selector"), kind="statefulset"
+    )
+    causes += selector_causes
+    causes += _template("spec.template", spec.get("template"), matcher)
+    return causes
+
+
+def _stateful_set_update(new: dict[str, Any], old: dict[str, Any]) -> list[Cause]:
+    """Only the fields Kubernetes lets change may differ (``replicas``, ``template`` ...)."""
+    new_spec, old_spec = _map(new.get("spec")), _map(old.get("spec"))
+    others_new = {k: v for k, v in new_spec.items() if k not in _STATEFULSET_MUTABLE}
+    others_old = {k: v for k, v in old_spec.items() if k not in _STATEFULSET_MUTABLE}
+    if others_new != others_old:
+        return [forbidden("spec", STATEFULSET_SPEC_FORBIDDEN)]
+    return []
+
+
+def _controller_revision(obj: dict[str, Any]) -> list[Cause]:
+    causes = _non_negative("revision", obj.get("revision"))
+    if obj.get("data") is None:
+        causes.append(required("data", "data is mandatory"))
+    return causes
+
+
+# -- batch: Job, CronJob ----------------------------------------------------------------------
+
+_COMPLETION_MODES = ("NonIndexed", "Indexed")
+_POD_REPLACEMENT_POLICIES = ("Failed", "TerminatingOrFailed")
+_CONCURRENCY_POLICIES = ("Allow", "Forbid", "Replace")
+_JOB_RESTART_POLICIES = ("OnFailure", "Never")
+_TIME_ZONE_PART = re.compile(r"^[A-Za-z\.\-_0-9+]{1,14}$")
+CRONJOB_NAME_MAX = 52
+"""A CronJob's name leaves room for the 11 characters its Jobs' names append."""
+
+
+def _job_spec(field: str, spec: dict[str, Any], *, in_template: bool) -> list[Cause]:
+    """``validateJobSpec``: what a Job and a CronJob's job template share."""
+    causes: list[Cause] = []
+    for key in (
+        "parallelism",
+        "completions",
+        "activeDeadlineSeconds",
+        "backoffLimit",
+        "ttlSecondsAfterFinished",
+        "backoffLimitPerIndex",
+        "maxFailedIndexes",
+    ):
+        causes += _non_negative(f"{field}.{key}", spec.get(key))
+    mode = spec.get("completionMode")
+    if isinstance(mode, str) and mode not in _COMPLETION_MODES:
+        causes.append(not_supported(f"{field}.completionMode", mode, _COMPLETION_MODES))
+    if mode == "Indexed" and spec.get("completions") is None:
+        causes.append(required(f"{field}.completions", "when completion mode is Indexed"))
+    replacement = spec.get("podReplacementPolicy")
+    if isinstance(replacement, str) and replacement not in _POD_REPLACEMENT_POLICIES:
+        causes.append(
+            not_supported(f"{field}.podReplacementPolicy", replacement, _POD_REPLACEMENT_POLICIES)
+        )
+    selector, matcher = spec.get("selector"), None
+    if isinstance(selector, dict):
+        causes += _label_selector(f"{field}.selector", selector)
+        matcher = _selector_matcher(selector)
+    elif not in_template:
+        causes.append(required(f"{field}.selector"))
+    causes += _template(
+        f"{field}.template",
+        spec.get("template"),
+        matcher,
+        restart_policies=_JOB_RESTART_POLICIES,
+    )
+    return causes
+
+
+def _generated_selector(obj: dict[str, Any]) -> list[Cause]:
+    """A generated selector's labels must carry this Job's own uid and name."""
+    spec, meta = _map(obj.get("spec")), _map(obj.get("metadata"))
+    if spec.get("manualSelector") is True:
+        return []
+    labels = _map(_map(_map(spec.get("template")).get("metadata")).get("labels"))
+    wanted = {
+        LEGACY_CONTROLLER_UID_LABEL: meta.get("uid"),
+        CONTROLLER_UID_LABEL: meta.get("uid"),
+        LEGACY_JOB_NAME_LABEL: meta.get("name"),
+        JOB_NAME_LABEL: meta.get("name"),
+    }
+    causes: list[Cause] = []
+    for key, value in wanted.items():
+        if isinstance(value, str) and key in labels and labels[key] != value:
+            causes.append(
+                invalid("spec.template.metadata.labels", labels[key], f"must be '{value}'")
+            )
+    return causes
+
+
+def _job(obj: dict[str, Any]) -> list[Cause]:
+    return _job_spec("spec", _map(obj.get("spec")), in_template=False) + _generated_selector(obj)
+
+
+_JOB_IMMUTABLE = (
+    "selector",
+    "completionMode",
+    "podFailurePolicy",
+    "backoffLimitPerIndex",
+    "successPolicy",
+    "managedBy",
+)
+_SCHEDULING_DIRECTIVES = ("nodeSelector", "tolerations", "schedulingGates", "affinity")
+
+
+def _job_template_comparable(template: Any, *, scheduling_mutable: bool) -> Any:
+    """A Job's template as compared on update: while a suspended Job has never started, its
+    labels, annotations and scheduling directives may change (``validatePodTemplateUpdate``)."""
+    if not scheduling_mutable or not isinstance(template, dict):
+        return template
+    out = json.loads(json.dumps(template))
+    meta = _map(out.get("metadata"))
+    meta.pop("labels", None)
+    meta.pop("annotations", None)
+    for key in _SCHEDULING_DIRECTIVES:
+        _map(out.get("spec")).pop(key, None)
+    return out
+
+
+def _job_update(new: dict[str, Any], old: dict[str, Any]) -> list[Cause]:
+    new_spec, old_spec = _map(new.get("spec")), _map(old.get("spec"))
+    causes = [
+        invalid(f"spec.{key}", new_spec.get(key), IMMUTABLE)
+        for key in _JOB_IMMUTABLE
+        if new_spec.get(key) != old_spec.get(key)
+    ]
+    completions = new_spec.get("completions")
+    elastic = new_spec.get("completionMode") == "Indexed" and completions == new_spec.get(
+        "parallelism"
+    )
+    if completions != old_spec.get("completions") and not elastic:
+        causes.append(invalid("spec.completions", completions, IMMUTABLE))
+    never_started = new_spec.get("suspend") is True and not _map(old.get("status")).get("startTime")
+    new_template = _job_template_comparable(
+        new_spec.get("template"), scheduling_mutable=never_started
+    )
+    old_template = _job_template_comparable(
+        old_spec.get("template"), scheduling_mutable=never_started
+    )
+    if new_template != old_template:
+        causes.append(invalid("spec.template", new_spec.get("template"), IMMUTABLE))
+    return causes
+
+
+def _schedule(field: str, schedule: Any) -> list[Cause]:
+    if not schedule:
+        return [required(field)]
+    if not isinstance(schedule, str):
+        return []  # pydantic reported it
+    causes: list[Cause] = []
+    try:
+        parse_schedule(schedule)
+    except ValueError as e:
+        causes.append(invalid(field, schedule, str(e)))
+    if "TZ" in schedule:
+        detail = "cannot use TZ or CRON_TZ in schedule, use timeZone field instead"
+        causes.append(invalid(field, schedule, detail))
+    return causes
+
+
+def _time_zone(field: str, zone: Any) -> list[Cause]:
+    if not isinstance(zone, str):
+        return []
+    if not zone:
+        return [invalid(field, zone, "timeZone must be nil or non-empty string")]
+    for part in zone.split("/"):
+        if part in (".", "..") or part.startswith("-") or not _TIME_ZONE_PART.match(part):
+            return [invalid(field, zone, f"unknown time zone {zone}")]
+    if zone.lower() == "local":
+        return [
+            invalid(
+                field,
+                zone,
+                "timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones",
+            )
+        ]
+    try:
+        zoneinfo.ZoneInfo(zone)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        return [invalid(field, zone, f"unknown time zone {zone}")]
+    return []
+
+
+def _cron_job(obj: dict[str, Any]) -> list[Cause]:
+    spec = _map(obj.get("spec"))
+    causes: list[Cause] = []
+    name = _map(obj.get("metadata")).get("name")
+    if isinstance(name, str) and len(name) > CRONJOB_NAME_MAX:
+        causes.append(
+            invalid("metadata.name", name, f"must be no more than {CRONJOB_NAME_MAX} characters")
+        )
+    causes += _schedule("spec.schedule", spec.get("schedule"))
+    causes += _time_zone("spec.timeZone", spec.get("timeZone"))
+    policy = spec.get("concurrencyPolicy")
+    if not policy:
+        causes.append(required("spec.concurrencyPolicy"))
+    elif isinstance(policy, str) and policy not in _CONCURRENCY_POLICIES:
+        causes.append(not_supported("spec.concurrencyPolicy", policy, _CONCURRENCY_POLICIES))
+    for key in ("startingDeadlineSeconds", "successfulJobsHistoryLimit", "failedJobsHistoryLimit"):
+        causes += _non_negative(f"spec.{key}", spec.get(key))
+    job_spec = _map(_map(spec.get("jobTemplate")).get("spec"))
+    base = "spec.jobTemplate.spec"
+    causes += _job_spec(base, job_spec, in_template=True)
+    if job_spec.get("selector") is not None:
+        causes.append(
+            invalid(f"{base}.selector", job_spec["selector"], "`selector` will be auto-generated")
+        )
+    if job_spec.get("manualSelector") is True:
+        causes.append(not_supported(f"{base}.manualSelector", True, ["nil", "false"]))
+    return causes
+
+
+# -- policy: PodDisruptionBudget --------------------------------------------------------------
+
+
+def _pod_disruption_budget(obj: dict[str, Any]) -> list[Cause]:
+    spec = _map(obj.get("spec"))
+    causes: list[Cause] = []
+    min_available, max_unavailable = spec.get("minAvailable"), spec.get("maxUnavailable")
+    if min_available is not None and max_unavailable is not None:
+        causes.append(invalid("spec", spec, "minAvailable and maxUnavailable cannot be both set"))
+    for key, value in (("minAvailable", min_available), ("maxUnavailable", max_unavailable)):
+        if value is not None:
+            causes += _percent_at_most_100(f"spec.{key}", value)
+    if isinstance(spec.get("selector"), dict):
+        causes += _label_selector("spec.selector", spec["selector"])
+    policy = spec.get("unhealthyPodEvictionPolicy")
+    if isinstance(policy, str) and policy not in UNHEALTHY_POD_EVICTION_POLICIES:
+        causes.append(
+            not_supported(
+                "spec.unhealthyPodEvictionPolicy", policy, UNHEALTHY_POD_EVICTION_POLICIES
+            )
+        )
+    status = _map(obj.get("status"))
+    for key in ("disruptionsAllowed", "currentHealthy", "desiredHealthy", "expectedPods"):
+        causes += _non_negative(f"status.{key}", status.get(key))
     return causes
 
 
@@ -1270,6 +1641,12 @@ _SEMANTIC: dict[str, Callable[[dict[str, Any]], list[Cause]]] = {
     "StorageClass": _storage_class,
     "PersistentVolume": _persistent_volume,
     "PersistentVolumeClaim": _persistent_volume_claim,
+    "DaemonSet": _daemon_set,
+    "StatefulSet": _stateful_set,
+    "ControllerRevision": _controller_revision,
+    "Job": _job,
+    "CronJob": _cron_job,
+    "PodDisruptionBudget": _pod_disruption_budget,
 }
 
 
@@ -1359,8 +1736,15 @@ def validate_update(rt: ResourceType, new: dict[str, Any], old: dict[str, Any]) 
         causes += _persistent_volume_update(new, old)
     elif rt.kind == "PersistentVolumeClaim":
         causes += _persistent_volume_claim_update(new, old)
-    elif rt.kind in ("ReplicaSet", "Deployment"):
+    elif rt.kind in ("ReplicaSet", "Deployment", "DaemonSet"):
         n_sel, o_sel = _map(new.get("spec")).get("selector"), _map(old.get("spec")).get("selector")
         if n_sel != o_sel:
             causes.append(invalid("spec.selector", n_sel, IMMUTABLE))
+    elif rt.kind == "StatefulSet":
+        causes += _stateful_set_update(new, old)
+    elif rt.kind == "ControllerRevision":
+        if new.get("data") != old.get("data"):
+            causes.append(invalid("data", new.get("data"), IMMUTABLE))
+    elif rt.kind == "Job":
+        causes += _job_update(new, old)
     return causes

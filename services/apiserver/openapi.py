@@ -58,6 +58,7 @@ _PACKAGE_PREFIXES = {
     "api.apps": "io.k8s.api.apps.v1",
     "api.coordination": "io.k8s.api.coordination.v1",
     "api.autoscaling": "io.k8s.api.autoscaling.v1",
+    "api.batch": "io.k8s.api.batch.v1",
     "api.policy": "io.k8s.api.policy.v1",
     "api.config": "io.k8s.api.core.v1",
     "api.persistentvolumes": "io.k8s.api.core.v1",

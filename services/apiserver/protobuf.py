@@ -1,7 +1,7 @@
 """Kubernetes protobuf request bodies, decoded into the JSON dicts the JSON path produces.
 
 Why: kubectl 1.32+ sends the body of its typed-client commands (``create namespace``, ``create
-deployment``, ``debug node/…``, ``debug --copy-to``) as ``application/vnd.kubernetes.protobuf``.
+deployment``, ``create job|cronjob|pdb``, ``debug node/…``, ``debug --copy-to``) as ``application/vnd.kubernetes.protobuf``.
 client-go has no fallback to JSON after a 415 (it falls back only from CBOR, behind a feature gate
 that is off), so an apiserver that cannot read protobuf cannot serve those commands at all.
 
@@ -295,6 +295,46 @@ _MESSAGES: dict[str, str] = {
     "ReplicaSetStatus": "1 replicas !i32; 2 fullyLabeledReplicas i32; 4 readyReplicas i32;"
         " 5 availableReplicas i32; 7 terminatingReplicas ?i32; 3 observedGeneration i64;"
         " 6 conditions *ReplicaCondition",
+    # --- batch/v1 (kubectl create job|cronjob) ---------------------------------------------------
+    "Job": "1 metadata ObjectMeta; 2 spec JobSpec; 3 status JobStatus",
+    "JobSpec": "1 parallelism ?i32; 2 completions ?i32; 3 activeDeadlineSeconds ?i64;"
+        " 11 podFailurePolicy PodFailurePolicy; 16 successPolicy SuccessPolicy;"
+        " 7 backoffLimit ?i32; 12 backoffLimitPerIndex ?i32; 13 maxFailedIndexes ?i32;"
+        " 4 selector LabelSelector; 5 manualSelector ?bool; 6 template !PodTemplateSpec;"
+        " 8 ttlSecondsAfterFinished ?i32; 9 completionMode ?str; 10 suspend ?bool;"
+        " 14 podReplacementPolicy ?str; 15 managedBy ?str",
+    "PodFailurePolicy": "1 rules *PodFailurePolicyRule",
+    "PodFailurePolicyRule": "1 action !str; 2 onExitCodes PodFailurePolicyOnExitCodesRequirement;"
+        " 3 onPodConditions *PodFailurePolicyOnPodConditionsPattern",
+    "PodFailurePolicyOnExitCodesRequirement": "1 containerName ?str; 2 operator !str;"
+        " 3 values *i32",
+    "PodFailurePolicyOnPodConditionsPattern": "1 type !str; 2 status !str",
+    "SuccessPolicy": "1 rules *SuccessPolicyRule",
+    "SuccessPolicyRule": "1 succeededIndexes ?str; 2 succeededCount ?i32",
+    "JobStatus": "1 conditions *JobCondition; 2 startTime Time; 3 completionTime Time;"
+        " 4 active i32; 5 succeeded i32; 6 failed i32; 11 terminating ?i32;"
+        " 7 completedIndexes str; 10 failedIndexes ?str;"
+        " 8 uncountedTerminatedPods UncountedTerminatedPods; 9 ready ?i32",
+    "JobCondition": "1 type !str; 2 status !str; 3 lastProbeTime Time;"
+        " 4 lastTransitionTime Time; 5 reason str; 6 message str",
+    "UncountedTerminatedPods": "1 succeeded *str; 2 failed *str",
+    "CronJob": "1 metadata ObjectMeta; 2 spec CronJobSpec; 3 status CronJobStatus",
+    "CronJobSpec": "1 schedule !str; 8 timeZone ?str; 2 startingDeadlineSeconds ?i64;"
+        " 3 concurrencyPolicy str; 4 suspend ?bool; 5 jobTemplate !JobTemplateSpec;"
+        " 6 successfulJobsHistoryLimit ?i32; 7 failedJobsHistoryLimit ?i32",
+    "JobTemplateSpec": "1 metadata ObjectMeta; 2 spec JobSpec",
+    "CronJobStatus": "1 active *ObjectReference; 4 lastScheduleTime Time;"
+        " 5 lastSuccessfulTime Time",
+    # --- policy/v1: PodDisruptionBudget (kubectl create pdb), Eviction --------------------------
+    "PodDisruptionBudget": "1 metadata ObjectMeta; 2 spec PodDisruptionBudgetSpec;"
+        " 3 status PodDisruptionBudgetStatus",
+    "PodDisruptionBudgetSpec": "1 minAvailable IntOrString; 2 selector LabelSelector;"
+        " 3 maxUnavailable IntOrString; 4 unhealthyPodEvictionPolicy ?str",
+    "PodDisruptionBudgetStatus": "1 observedGeneration i64; 2 disruptedPods {Time};"
+        " 3 disruptionsAllowed !i32; 4 currentHealthy !i32; 5 desiredHealthy !i32;"
+        " 6 expectedPods !i32; 7 conditions *Condition",
+    "Condition": "1 type !str; 2 status !str; 3 observedGeneration i64;"
+        " 4 lastTransitionTime !Time; 5 reason !str; 6 message !str",
     # --- coordination.k8s.io/v1, policy/v1, autoscaling/v1 ----------------------------------------
     "Lease": "1 metadata ObjectMeta; 2 spec LeaseSpec",
     "LeaseSpec": "1 holderIdentity ?str; 2 leaseDurationSeconds ?i32; 3 acquireTime MicroTime;"
@@ -319,6 +359,9 @@ _KINDS: dict[tuple[str, str], str] = {
     ("apps/v1", "Deployment"): "Deployment",
     ("apps/v1", "ReplicaSet"): "ReplicaSet",
     ("coordination.k8s.io/v1", "Lease"): "Lease",
+    ("batch/v1", "Job"): "Job",
+    ("batch/v1", "CronJob"): "CronJob",
+    ("policy/v1", "PodDisruptionBudget"): "PodDisruptionBudget",
     ("policy/v1", "Eviction"): "Eviction",
     ("autoscaling/v1", "Scale"): "Scale",
 }

@@ -5,7 +5,8 @@ Table (``Accept: application/json;as=Table;v=v1;g=meta.k8s.io``) and prints the 
 hiding ``priority: 1`` columns unless ``-o wide``. So the cells here are computed the way
 Kubernetes' own printers compute them (``pkg/printers/internalversion/printers.go``): the pod
 status word (``Init:0/1``, ``CrashLoopBackOff``, ``Completed``, ``Terminating``...), restarts as
-``"3 (5m ago)"``, node ``Ready,SchedulingDisabled`` and roles, replica counts, event columns,
+``"3 (5m ago)"``, node ``Ready,SchedulingDisabled`` and roles, replica counts, a Job's status word and ``1/1`` completions, a
+CronJob's schedule, a budget's ``N/A``, a revision's ``statefulset.apps/web``, event columns,
 secrets' types and data counts, a storage class's ``(default)`` mark, volumes' and claims'
 ``RWO,ROX`` access modes and ``ns/claim``, and ages in ``HumanDuration`` form (``45s``,
 ``5m2s``, ``3h``, ``2d``).
@@ -512,6 +513,246 @@ DEPLOYMENT_PRINTER = TablePrinter(
 )
 
 
+def _daemon_set_cells(ds: Obj, now: datetime) -> list[Any]:
+    names, images = _template_containers(ds)
+    status = _status(ds)
+    node_selector = ((_spec(ds).get("template") or {}).get("spec") or {}).get("nodeSelector")
+    return [
+        _meta(ds).get("name", ""),
+        *(
+            int(status.get(key) or 0)
+            for key in (
+                "desiredNumberScheduled",
+                "currentNumberScheduled",
+                "numberReady",
+                "updatedNumberScheduled",
+                "numberAvailable",
+            )
+        ),
+        _format_labels(node_selector),
+        _age(ds, now),
+        names,
+        images,
+        _selector_string(_spec(ds).get("selector")),
+    ]
+
+
+DAEMON_SET_PRINTER = TablePrinter(
+    columns=(
+        NAME,
+        Column("Desired", type="integer", description="Nodes that should run the daemon pod."),
+        Column("Current", type="integer", description="Nodes running at least one daemon pod."),
+        Column("Ready", type="integer", description="Nodes whose daemon pod is ready."),
+        Column("Up-to-date", type="integer", description="Nodes running the updated daemon pod."),
+        Column("Available", type="integer", description="Nodes whose daemon pod is available."),
+        Column("Node Selector", description="The template's node selector."),
+        AGE,
+        Column("Containers", priority=1, description="Names of each container in the template."),
+        Column(
+            "Images", priority=1, description="Images referenced by each container in the template."
+        ),
+        Column("Selector", priority=1, description="Label query over pods of this daemon set."),
+    ),
+    cells=_daemon_set_cells,
+)
+
+
+def _stateful_set_cells(sts: Obj, now: datetime) -> list[Any]:
+    names, images = _template_containers(sts)
+    ready = int(_status(sts).get("readyReplicas") or 0)
+    return [_meta(sts).get("name", ""), f"{ready}/{_replicas(sts)}", _age(sts, now), names, images]
+
+
+STATEFUL_SET_PRINTER = TablePrinter(
+    columns=(
+        NAME,
+        Column("Ready", description="Number of the pod with ready state"),
+        AGE,
+        Column("Containers", priority=1, description="Names of each container in the template."),
+        Column(
+            "Images", priority=1, description="Images referenced by each container in the template."
+        ),
+    ),
+    cells=_stateful_set_cells,
+)
+
+
+def _controller_of(obj: Obj) -> str:
+    """``formatResourceName`` of the controller: ``statefulset.apps/web``, else ``<none>``."""
+    for ref in _meta(obj).get("ownerReferences") or []:
+        if ref.get("controller") is True:
+            group = str(ref.get("apiVersion", "")).rpartition("/")[0]
+            kind = str(ref.get("kind", ""))
+            group_kind = f"{kind}.{group}" if group else kind
+            return f"{group_kind.lower()}/{ref.get('name', '')}" if group_kind else ref["name"]
+    return "<none>"
+
+
+def _controller_revision_cells(rev: Obj, now: datetime) -> list[Any]:
+    revision = rev.get("revision")
+    return [
+        _meta(rev).get("name", ""),
+        _controller_of(rev),
+        revision if isinstance(revision, int) else 0,
+        _age(rev, now),
+    ]
+
+
+CONTROLLER_REVISION_PRINTER = TablePrinter(
+    columns=(
+        NAME,
+        Column("Controller", description="The controller that owns this revision."),
+        Column("Revision", type="integer", description="The revision number."),
+        AGE,
+    ),
+    cells=_controller_revision_cells,
+)
+
+
+# ---- batch
+
+
+def _has_condition(conditions: Any, type_: str) -> bool:
+    """``hasJobCondition``: a condition of that type whose status is ``True``."""
+    return any(c.get("type") == type_ and c.get("status") == "True" for c in conditions or [])
+
+
+def _job_status(job: Obj) -> str:
+    conditions = _status(job).get("conditions")
+    if _has_condition(conditions, "Complete"):
+        return "Complete"
+    if _has_condition(conditions, "Failed"):
+        return "Failed"
+    if _meta(job).get("deletionTimestamp"):
+        return "Terminating"
+    if _has_condition(conditions, "Suspended"):
+        return "Suspended"
+    if _has_condition(conditions, "FailureTarget"):
+        return "FailureTarget"
+    return "Running"
+
+
+def _job_completions(job: Obj) -> str:
+    succeeded = int(_status(job).get("succeeded") or 0)
+    completions = _spec(job).get("completions")
+    if completions is not None:
+        return f"{succeeded}/{completions}"
+    parallelism = int(_spec(job).get("parallelism") or 0)
+    return f"{succeeded}/1 of {parallelism}" if parallelism > 1 else f"{succeeded}/1"
+
+
+def _job_duration(job: Obj, now: datetime) -> str:
+    start = _parse_time(_status(job).get("startTime"))
+    if start is None:
+        return ""
+    end = _parse_time(_status(job).get("completionTime")) or now
+    return human_duration((end - start).total_seconds())
+
+
+def _job_cells(job: Obj, now: datetime) -> list[Any]:
+    names, images = _template_containers(job)
+    return [
+        _meta(job).get("name", ""),
+        _job_status(job),
+        _job_completions(job),
+        _job_duration(job, now),
+        _age(job, now),
+        names,
+        images,
+        _selector_string(_spec(job).get("selector")),
+    ]
+
+
+_CONTAINERS = Column(
+    "Containers", priority=1, description="Names of each container in the template."
+)
+_IMAGES = Column(
+    "Images", priority=1, description="Images referenced by each container in the template."
+)
+
+JOB_PRINTER = TablePrinter(
+    columns=(
+        NAME,
+        Column("Status", description="Status of the job."),
+        Column("Completions", description="The number of pods which reached phase Succeeded."),
+        Column("Duration", description="Time required to complete the job."),
+        AGE,
+        _CONTAINERS,
+        _IMAGES,
+        Column("Selector", priority=1, description="A label query over pods of the job."),
+    ),
+    cells=_job_cells,
+)
+
+
+def _cron_job_cells(cj: Obj, now: datetime) -> list[Any]:
+    spec, status = _spec(cj), _status(cj)
+    job_spec = (spec.get("jobTemplate") or {}).get("spec") or {}
+    names, images = _template_containers({"spec": job_spec})
+    suspend = spec.get("suspend")
+    last = status.get("lastScheduleTime")
+    return [
+        _meta(cj).get("name", ""),
+        spec.get("schedule", ""),
+        spec.get("timeZone") or "<none>",
+        "<unset>" if suspend is None else ("True" if suspend else "False"),
+        len(status.get("active") or []),
+        "<none>" if last is None else translate_timestamp_since(last, now),
+        _age(cj, now),
+        names,
+        images,
+        _selector_string(job_spec.get("selector")),
+    ]
+
+
+CRON_JOB_PRINTER = TablePrinter(
+    columns=(
+        NAME,
+        Column("Schedule", description="The schedule in Cron format."),
+        Column("Timezone", description="The time zone the schedule is in."),
+        Column("Suspend", description="Whether later executions are suspended."),
+        Column("Active", type="integer", description="Jobs currently running."),
+        Column("Last Schedule", description="When the job was last scheduled."),
+        AGE,
+        _CONTAINERS,
+        _IMAGES,
+        Column("Selector", priority=1, description="A label query over pods of the jobs."),
+    ),
+    cells=_cron_job_cells,
+)
+
+
+# ---- policy
+
+
+def _int_or_string(value: Any) -> str:
+    """``intstr.IntOrString.String()``, or ``N/A`` when unset (as ``printPodDisruptionBudget``)."""
+    return "N/A" if value is None else str(value)
+
+
+def _pdb_cells(pdb: Obj, now: datetime) -> list[Any]:
+    spec = _spec(pdb)
+    return [
+        _meta(pdb).get("name", ""),
+        _int_or_string(spec.get("minAvailable")),
+        _int_or_string(spec.get("maxUnavailable")),
+        int(_status(pdb).get("disruptionsAllowed") or 0),
+        _age(pdb, now),
+    ]
+
+
+PDB_PRINTER = TablePrinter(
+    columns=(
+        NAME,
+        Column("Min Available", description="Pods that must still be available after an eviction."),
+        Column("Max Unavailable", description="Pods that may be unavailable after an eviction."),
+        Column("Allowed Disruptions", type="integer", description="Evictions allowed now."),
+        AGE,
+    ),
+    cells=_pdb_cells,
+)
+
+
 # ---- events
 
 
@@ -810,6 +1051,12 @@ PRINTERS: dict[tuple[str, str], TablePrinter] = {
     ("", "ReplicationController"): RC_PRINTER,
     ("apps", "ReplicaSet"): RS_PRINTER,
     ("apps", "Deployment"): DEPLOYMENT_PRINTER,
+    ("apps", "DaemonSet"): DAEMON_SET_PRINTER,
+    ("apps", "StatefulSet"): STATEFUL_SET_PRINTER,
+    ("apps", "ControllerRevision"): CONTROLLER_REVISION_PRINTER,
+    ("batch", "Job"): JOB_PRINTER,
+    ("batch", "CronJob"): CRON_JOB_PRINTER,
+    ("policy", "PodDisruptionBudget"): PDB_PRINTER,
     ("", "Event"): EVENT_PRINTER,
     ("events.k8s.io", "Event"): EVENT_PRINTER,
     ("", "Namespace"): NAMESPACE_PRINTER,

@@ -43,7 +43,39 @@ def test_every_served_resource_is_registered_with_kubernetes_names() -> None:
             False,
             ("sc",),
         ),
+        ("apps", "v1", "statefulsets"): ("StatefulSet", "statefulset", True, ("sts",)),
+        ("apps", "v1", "daemonsets"): ("DaemonSet", "daemonset", True, ("ds",)),
+        ("apps", "v1", "controllerrevisions"): (
+            "ControllerRevision",
+            "controllerrevision",
+            True,
+            (),
+        ),
+        ("batch", "v1", "jobs"): ("Job", "job", True, ()),
+        ("batch", "v1", "cronjobs"): ("CronJob", "cronjob", True, ("cj",)),
+        ("policy", "v1", "poddisruptionbudgets"): (
+            "PodDisruptionBudget",
+            "poddisruptionbudget",
+            True,
+            ("pdb",),
+        ),
     }
+
+
+def test_workload_kinds_have_kubernetes_categories_and_subresources() -> None:
+    shape = {
+        rt.kind: (rt.categories, tuple(s.name for s in rt.subresources))
+        for rt in REGISTRY
+        if rt.group in ("batch", "policy") or rt.kind in ("StatefulSet", "DaemonSet")
+    }
+    assert shape == {
+        "StatefulSet": (("all",), ("status", "scale")),
+        "DaemonSet": (("all",), ("status",)),
+        "Job": (("all",), ("status",)),
+        "CronJob": (("all",), ("status",)),
+        "PodDisruptionBudget": ((), ("status",)),
+    }
+    assert REGISTRY.require("apps", "ControllerRevision").categories == ()
 
 
 def test_lookups_by_any_name() -> None:
@@ -56,6 +88,8 @@ def test_lookups_by_any_name() -> None:
         "apps": ["v1"],
         "coordination.k8s.io": ["v1"],
         "storage.k8s.io": ["v1"],
+        "batch": ["v1"],
+        "policy": ["v1"],
     }
     pods, deployments = REGISTRY.resolve("pods"), REGISTRY.resolve("deploy")
     assert pods is not None and pods.model is Pod and pods.categories == ("all",)

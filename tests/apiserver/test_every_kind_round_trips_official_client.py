@@ -208,6 +208,94 @@ SAMPLES: dict[tuple[str, str], Sample] = {
             "provisioner": "example.com/sample",
         }
     ),
+    ("apps", "StatefulSet"): Sample(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "StatefulSet",
+            "metadata": {"name": NAME},
+            "spec": {
+                "serviceName": "web",
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": TEMPLATE,
+                "volumeClaimTemplates": [
+                    {
+                        "metadata": {"name": "data"},
+                        "spec": {
+                            "accessModes": ["ReadWriteOnce"],
+                            "resources": {"requests": {"storage": "1Gi"}},
+                        },
+                    }
+                ],
+            },
+        }
+    ),
+    ("apps", "DaemonSet"): Sample(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "metadata": {"name": NAME},
+            "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": TEMPLATE},
+        }
+    ),
+    ("apps", "ControllerRevision"): Sample(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "ControllerRevision",
+            "metadata": {"name": NAME},
+            "data": {"spec": {"template": TEMPLATE}},
+            "revision": 1,
+        }
+    ),
+    ("batch", "Job"): Sample(
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": NAME},
+            "spec": {
+                "template": {
+                    "spec": {
+                        "containers": [{"name": "main", "image": "busybox"}],
+                        "restartPolicy": "Never",
+                    }
+                },
+                "podFailurePolicy": {
+                    "rules": [
+                        {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]},
+                        {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [42]}},
+                    ]
+                },
+            },
+        }
+    ),
+    ("batch", "CronJob"): Sample(
+        {
+            "apiVersion": "batch/v1",
+            "kind": "CronJob",
+            "metadata": {"name": NAME},
+            "spec": {
+                "schedule": "*/5 * * * *",
+                "timeZone": "Europe/Paris",
+                "jobTemplate": {
+                    "spec": {
+                        "template": {
+                            "spec": {
+                                "containers": [{"name": "main", "image": "busybox"}],
+                                "restartPolicy": "OnFailure",
+                            }
+                        }
+                    }
+                },
+            },
+        }
+    ),
+    ("policy", "PodDisruptionBudget"): Sample(
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": NAME},
+            "spec": {"maxUnavailable": "25%", "selector": {"matchLabels": {"app": "web"}}},
+        }
+    ),
 }
 
 # Subresources that answer with no typed object (they stream or proxy to a kubelet).

@@ -332,8 +332,8 @@ def test_malformed_bodies_are_bad_requests(body: bytes) -> None:
 
 
 def test_kinds_without_a_schema_and_compressed_payloads_are_415() -> None:
-    with pytest.raises(UnsupportedMediaType, match="batch/v1 Job"):
-        decode_object(envelope("batch/v1", "Job", meta("j")))
+    with pytest.raises(UnsupportedMediaType, match="Ingress"):
+        decode_object(envelope("networking.k8s.io/v1", "Ingress", meta("i")))
     with pytest.raises(UnsupportedMediaType, match="gzip"):
         decode_object(envelope("v1", "Namespace", meta("n"), encoding="gzip"))
 
@@ -342,7 +342,14 @@ def test_every_served_kind_has_a_schema() -> None:
     assert decodable_kinds() >= {
         ("v1", kind)
         for kind in ("Namespace", "Pod", "Node", "Event", "ReplicationController", "Binding")
-    } | {("apps/v1", "Deployment"), ("apps/v1", "ReplicaSet"), ("coordination.k8s.io/v1", "Lease")}
+    } | {
+        ("apps/v1", "Deployment"),
+        ("apps/v1", "ReplicaSet"),
+        ("coordination.k8s.io/v1", "Lease"),
+        ("batch/v1", "Job"),
+        ("batch/v1", "CronJob"),
+        ("policy/v1", "PodDisruptionBudget"),
+    }
 
 
 CAPTURES = sorted(p.name for p in FIXTURES.glob("*.pb"))
