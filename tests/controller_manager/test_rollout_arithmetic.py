@@ -236,7 +236,8 @@ def test_min_toleration_seconds() -> None:
 def test_controllers_flag_and_durations() -> None:
     assert enabled_controllers(["*", "-nodelifecycle"]) == [
         "replicationcontroller", "replicaset", "deployment", "taint-eviction-controller",
-        "garbagecollector", "namespace", "serviceaccount",
+        "garbagecollector", "namespace", "serviceaccount", "persistentvolume-binder",
+        "local-path-provisioner",
     ]  # fmt: skip
     assert enabled_controllers(["replicaset"]) == ["replicaset"]
     with pytest.raises(ValueError, match="unknown controller"):
