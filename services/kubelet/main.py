@@ -28,6 +28,7 @@ from component.flags import (
 )
 from component.lifecycle import STOP_DEADLINE
 from services.kubelet.runtime.images import DEFAULT_CATALOG
+from services.kubelet.runtime.sandbox import SANDBOX_MODES
 from services.kubelet.service import STOP_PODS_GRACE, KubeletOptions, KubeletService
 
 __all__ = ["KubeletOptions", "build_parser", "main", "parse_args"]
@@ -116,6 +117,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--pod-cidr", help="pod IP range inside 127.0.0.0/8 (default from the node name)"
     )
     p.add_argument("--image-catalog", type=Path, default=DEFAULT_CATALOG)
+    p.add_argument(
+        "--sandbox",
+        choices=SANDBOX_MODES,
+        default="auto",
+        help="give each container its own namespaces and view of the filesystem (process "
+        "runtime): auto = when a probe at start succeeds (needs root), on = refuse to start "
+        "without, off = never (default: auto)",
+    )
     p.add_argument("--nodes", type=int, default=1, help="simulated nodes to host (sim runtime)")
     p.add_argument(
         "--sim-start-delay",
@@ -166,6 +175,7 @@ def parse_args(argv: Sequence[str]) -> tuple[KubeletOptions, argparse.Namespace]
         max_pods=a.max_pods,
         pod_cidr=a.pod_cidr,
         image_catalog=a.image_catalog,
+        sandbox=a.sandbox,
         nodes=a.nodes,
         sim_start_delay=a.sim_start_delay,
         lease_interval=a.node_lease_renew_interval,

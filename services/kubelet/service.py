@@ -35,6 +35,7 @@ from client.events import EventRecorder
 from client.informer import Informer
 from client.kubeconfig import ClientConfig
 from client.rest import ApiClient
+from component.errors import Fatal
 from component.flags import BindAddress
 from component.health import HealthServer
 from component.listen import listen
@@ -45,6 +46,7 @@ from services.kubelet.runtime.base import Runtime
 from services.kubelet.runtime.images import DEFAULT_CATALOG, ImageCatalog, ImageStore
 from services.kubelet.runtime.ipam import default_pod_cidr, sim_pod_cidr
 from services.kubelet.runtime.process import ProcessRuntime
+from services.kubelet.runtime.sandbox import SandboxUnavailable
 from services.kubelet.runtime.sim import SimRuntime
 from services.kubelet.server import ServedPod, make_server_app
 from services.kubelet.status_manager import StatusManager
@@ -75,6 +77,8 @@ class KubeletOptions:
     max_pods: int = 110
     pod_cidr: str | None = None
     image_catalog: Path = DEFAULT_CATALOG
+    sandbox: str = "auto"
+    """``--sandbox``: auto, on or off (the process runtime's pod sandbox)."""
     nodes: int = 1
     sim_start_delay: float = 0.0
     lease_interval: float = 10.0
@@ -226,9 +230,11 @@ class KubeletService:
             if o.runtime == "process":
                 pod_cidr = o.pod_cidr or default_pod_cidr(name)
                 images = ImageStore(catalog=ImageCatalog(path=o.image_catalog), state_dir=state_dir)
-                proc = ProcessRuntime(state_dir=state_dir, pod_cidr=pod_cidr, images=images)
+                proc = ProcessRuntime(
+                    state_dir=state_dir, pod_cidr=pod_cidr, images=images, sandbox=o.sandbox
+                )
                 self.runtimes.append(proc)
-                await proc.start()
+                await self._start_process_runtime(proc)
                 runtime = proc
                 pressure = lambda: host_pressure(str(state_dir))  # noqa: E731
             else:
@@ -266,6 +272,26 @@ class KubeletService:
                 )
             )
             self._by_name[name] = self.nodes[-1]
+
+    @staticmethod
+    async def _start_process_runtime(runtime: ProcessRuntime) -> None:
+        """Start it and say, once, whether pods run sandboxed (``--sandbox on`` without a
+        sandbox is fatal)."""
+        try:
+            await runtime.start()
+        except SandboxUnavailable as exc:
+            raise Fatal(str(exc)) from None
+        if runtime.sandboxed:
+            log.info(
+                "kubelet: pods run sandboxed (own mount, UTS, PID and IPC namespaces; "
+                "the host's root read-only)"
+            )
+        else:
+            log.warning(
+                "kubelet: pods run UNSANDBOXED as plain host processes (they see and, as root, "
+                "can change the host's files): %s; each pod gets a Warning event",
+                runtime.sandbox_unavailable_reason,
+            )
 
     async def _stop_containers(self) -> None:
         """Stop every running container (the pod workers are already cancelled)."""

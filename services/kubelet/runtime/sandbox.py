@@ -121,7 +121,9 @@ def nsenter_argv(pid: int, *, cwd: str | None) -> list[str]:
     """Run what follows in the mount, UTS, IPC and PID namespaces of the process ``pid`` (a
     container's PID 1), at ``cwd`` inside it (util-linux ``nsenter``: one fork and exec, a few
     milliseconds, against a Python ``setns`` prelude's interpreter start)."""
-    where = f"--wd={cwd}" if cwd else "--wd"
+    # nsenter opens --wd's path before it enters: name the directory through the container's
+    # root as the host sees it (/proc/<pid>/root), so it is the container's directory
+    where = f"--wd=/proc/{pid}/root{cwd or '/'}"
     return ["nsenter", "-t", str(pid), "-m", "-u", "-i", "-p", "--root", where, "--"]
 
 

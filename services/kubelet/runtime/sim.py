@@ -54,6 +54,9 @@ class SimRuntime:
 
     name = "sim"
     version = f"sim://{VERSION}"
+    sandboxed = False
+    sandbox_unavailable_reason: str | None = None
+    """Nothing runs, so there is nothing to sandbox and nothing to warn a pod about."""
 
     def __init__(self, *, pod_cidr: str, start_delay: float = 0.0) -> None:
         self.ipam = PodIPAllocator(pod_cidr)

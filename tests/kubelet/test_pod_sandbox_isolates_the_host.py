@@ -1,0 +1,229 @@
+"""The process runtime's pod sandbox, at the runtime seam: what a container sees of the machine.
+
+Each test starts real containers (real namespaces, real mounts) through ``ProcessRuntime`` and
+reads what they printed; the through-the-apiserver view (kubectl exec/cp) is in
+``test_pod_sandbox_through_kubectl.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import uuid
+from pathlib import Path
+
+import pytest
+
+from services.kubelet.logs import LogOptions, read_log
+from services.kubelet.runtime.base import (
+    ContainerConfig,
+    ContainerRecord,
+    ContainerStartError,
+    Mount,
+    PodSandbox,
+)
+from services.kubelet.runtime.process import ProcessRuntime, process_start_time
+from tests.kubelet.conftest import run
+
+POD = PodSandbox(
+    uid="uid-sandboxed",
+    namespace="shop",
+    name="web-0",
+    hostname="web-0",
+    subdomain="web",
+    host_aliases=(("10.1.2.3", ("foo.local", "bar.local")),),
+)
+
+
+async def output(rt: ProcessRuntime, record: ContainerRecord) -> str:
+    """What the instance printed (stdout and stderr, in order), once it has exited."""
+    await asyncio.wait_for(rt.wait_container(record.container_id), 30)
+    assert record.log_path is not None
+    lines = record.log_path.read_text().splitlines()
+    return "\n".join(line.split(" ", 3)[3] for line in lines)
+
+
+async def start(rt: ProcessRuntime, script: str, **config: object) -> ContainerRecord:
+    ref, _ = await rt.pull_image("busybox", policy="IfNotPresent")
+    name = str(config.pop("name", "main"))
+    cfg = ContainerConfig(name=name, image="busybox", command=("sh", "-c", script), **config)  # type: ignore[arg-type]
+    return await rt.start_container(POD, cfg, image=ref)
+
+
+async def test_the_container_is_pid_1_and_sees_only_its_own_processes(
+    process_runtime: ProcessRuntime,
+) -> None:
+    assert process_runtime.sandboxed, process_runtime.sandbox_unavailable_reason
+    record = await run(
+        process_runtime, "sh", "-c", "echo pid=$$$$; sleep 60 & ls /proc | grep -c '^[0-9]'"
+    )
+    text = await output(process_runtime, record)
+    # ($$$$ is the shell's $$ once Kubernetes' $(VAR) expansion has turned $$ into $)
+    assert text.splitlines() == ["pid=1", "4"]  # sh, sleep, ls and grep: nothing of the host
+
+
+async def test_hostname_and_etc_hosts_are_the_pods(process_runtime: ProcessRuntime) -> None:
+    record = await start(process_runtime, "hostname; cat /etc/hostname; cat /etc/hosts")
+    text = await output(process_runtime, record)
+    ip = process_runtime.pod_ip(POD.uid)
+    lines = text.splitlines()
+    assert lines[:3] == ["web-0", "web-0", "# Kubernetes-managed hosts file."]
+    assert "127.0.0.1\tlocalhost" in lines
+    assert f"{ip}\tweb-0.web.shop.svc.cluster.local\tweb-0" in lines
+    assert "10.1.2.3\tfoo.local\tbar.local" in lines
+
+
+async def test_the_host_root_is_read_only(process_runtime: ProcessRuntime) -> None:
+    record = await run(process_runtime, "sh", "-c", "touch /etc/kubelite-x || echo refused")
+    text = await output(process_runtime, record)
+    assert "Read-only file system" in text and "refused" in text.splitlines()
+
+
+async def test_tmp_is_the_containers_own(process_runtime: ProcessRuntime, tmp_path: Path) -> None:
+    marker = f"kubelite-{uuid.uuid4().hex}"
+    record = await run(process_runtime, "sh", "-c", f"echo inside > /tmp/{marker}; ls /tmp")
+    text = await output(process_runtime, record)
+    assert marker in text.splitlines()
+    assert not (Path("/tmp") / marker).exists()  # not the host's /tmp
+    kept = list((tmp_path / "pods" / "uid-demo" / "sandbox").glob(f"*/tmp/{marker}"))
+    assert [p.read_text() for p in kept] == ["inside\n"]
+
+
+async def test_secrets_of_the_host_are_masked(process_runtime: ProcessRuntime) -> None:
+    record = await run(
+        process_runtime, "sh", "-c", "wc -c < /etc/shadow; wc -c < /etc/gshadow; ls -A /root"
+    )
+    lines = (await output(process_runtime, record)).splitlines()
+    assert lines[:2] == ["0", "0"]
+    # only the way to a kept path (the interpreter the python image runs) shows under /root
+    home = Path("/root")
+    allowed = {
+        Path(k).relative_to(home).parts[0] for k in process_runtime.layout.keep
+        if Path(k).is_relative_to(home)
+    }  # fmt: skip
+    assert set(lines[2:]) <= allowed
+
+
+async def test_the_state_dir_is_masked(process_runtime: ProcessRuntime, tmp_path: Path) -> None:
+    # the state dir of this test lives under the host's /tmp, which the pod never sees; a
+    # volume shows the mask at work: the state dir's parent mounted into the pod at /node
+    record = await run(
+        process_runtime,
+        "sh",
+        "-c",
+        f"ls -A /node/{tmp_path.name}",
+        mounts=(Mount(host_path=str(tmp_path.parent), container_path="/node"),),
+    )
+    assert await output(process_runtime, record) != ""  # the volume is the host's directory
+    masked = process_runtime.layout.mask_dirs
+    assert str(process_runtime.state.root.absolute()) in masked and "/root" in masked
+
+
+async def test_volumes_appear_at_their_paths_read_write_or_read_only(
+    process_runtime: ProcessRuntime, tmp_path: Path
+) -> None:
+    data, config = tmp_path / "data", tmp_path / "config"
+    data.mkdir()
+    config.mkdir()
+    (config / "app.conf").write_text("colour=blue\n")
+    mounts = (
+        Mount(host_path=str(data), container_path="/data"),
+        Mount(host_path=str(config), container_path="/etc/app/conf.d", read_only=True),
+        Mount(host_path=str(config / "app.conf"), container_path="/tmp/sub/app.conf"),
+    )
+    script = (
+        "echo written > /data/out; cat /etc/app/conf.d/app.conf; cat /tmp/sub/app.conf; "
+        "touch /etc/app/conf.d/new || echo ro-refused; touch /etc/app/other || echo etc-refused"
+    )
+    record = await run(process_runtime, "sh", "-c", script, mounts=mounts)
+    lines = (await output(process_runtime, record)).splitlines()
+    assert lines[:2] == ["colour=blue", "colour=blue"]
+    assert "ro-refused" in lines and "etc-refused" in lines
+    assert (data / "out").read_text() == "written\n"
+    assert not (config / "new").exists()
+
+
+async def test_a_missing_working_dir_is_created_inside(process_runtime: ProcessRuntime) -> None:
+    record = await run(process_runtime, "sh", "-c", "pwd", working_dir="/srv/app/current")
+    assert await output(process_runtime, record) == "/srv/app/current"
+
+
+async def test_a_volume_missing_on_the_node_is_a_start_error(
+    process_runtime: ProcessRuntime, tmp_path: Path
+) -> None:
+    gone = Mount(host_path=str(tmp_path / "nowhere"), container_path="/data")
+    with pytest.raises(ContainerStartError) as info:
+        await run(process_runtime, "true", mounts=(gone,))
+    assert info.value.record.exit_code == 128
+    assert info.value.message.startswith("failed to create the container's sandbox: mount /data")
+
+
+async def test_exec_runs_inside_with_and_without_a_tty(process_runtime: ProcessRuntime) -> None:
+    record = await start(process_runtime, "echo here > /tmp/mark; echo ready; exec sleep 3600")
+    await _logged(process_runtime, record, "ready")
+    for tty in (False, True):
+        session = await process_runtime.exec(
+            record.container_id,
+            [
+                "sh",
+                "-c",
+                "hostname; cat /tmp/mark; pwd; ps -e -o pid= | wc -l; if test -t 0; then echo tty; fi",
+            ],
+            tty=tty,
+            stdin=False,
+        )
+        chunks = []
+        while (chunk := await session.read_output()) != (0, b""):
+            chunks.append(chunk[1])
+        assert await session.wait() == 0
+        lines = b"".join(chunks).decode().replace("\r\n", "\n").split()
+        # the pod's hostname and /tmp; its PID namespace: sleep, sh, ps and wc (and, with a
+        # tty, the session-leader prelude's sh)
+        assert lines[:4] == ["web-0", "here", "/", "4"]
+        assert ("tty" in lines) == tty
+    await process_runtime.stop_container(record.container_id, grace_period=0)
+
+
+async def test_killing_pid_1_takes_every_process_of_the_container(
+    process_runtime: ProcessRuntime,
+) -> None:
+    record = await run(
+        process_runtime, "sh", "-c", "setsid sleep 3600 & sleep 3600 & echo ready; wait"
+    )
+    await _logged(process_runtime, record, "ready")
+    assert record.pid is not None
+    namespace = os.readlink(f"/proc/{record.pid}/ns/pid")
+    members = [pid for pid in _pids() if _pid_namespace(pid) == namespace]
+    assert len(members) == 3  # sh, and both sleeps: the one in a session of its own too
+    await process_runtime.stop_container(record.container_id, grace_period=0)
+    assert [pid for pid in members if process_start_time(pid) is not None] == []
+
+
+def _pids() -> list[int]:
+    return [int(p) for p in os.listdir("/proc") if p.isdigit()]
+
+
+def _pid_namespace(pid: int) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/pid")
+    except OSError:
+        return None
+
+
+async def _logged(rt: ProcessRuntime, record: ContainerRecord, needle: str) -> None:
+    """Follow the instance's log until ``needle`` appears."""
+    assert record.log_path is not None
+    exited = rt.wait_container(record.container_id)
+    async with asyncio.timeout(10):
+        async for chunk in read_log(record.log_path, LogOptions(follow=True), exited=exited):
+            if needle.encode() in chunk:
+                return
+    raise AssertionError(f"{needle!r} never appeared in {record.log_path}")
+
+
+async def test_unsandboxed_containers_see_the_host(unsandboxed_runtime: ProcessRuntime) -> None:
+    record = await run(unsandboxed_runtime, "sh", "-c", "hostname; echo pid=$$")
+    lines = (await output(unsandboxed_runtime, record)).splitlines()
+    assert lines[0] == socket.gethostname()
+    assert lines[1] != "pid=1"
