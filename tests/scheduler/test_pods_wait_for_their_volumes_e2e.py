@@ -153,3 +153,27 @@ async def test_a_provisioner_taking_back_the_selected_node_sends_the_pod_round_a
         )  # fmt: skip
         await cluster.bind_claim("data", "pvc-data")
         assert await scheduled(cluster, "app") == "node2"
+
+
+async def test_a_scheduler_restarted_while_a_claim_waits_binds_the_pod_to_the_selected_node(
+    api: ComponentProcess, start_scheduler: Callable[..., ComponentProcess]
+) -> None:
+    first = start_scheduler("--no-leader-elect")  # the next one need not wait out a lease
+    async with cluster_at(api.url) as cluster:
+        for name in ("node1", "node2"):
+            await cluster.add_node(name, annotations={LOCAL_PATH_ROOT_ANNOTATION: "/var/local/r"})
+        await cluster.add_claim("data", storage_class=LOCAL_PATH_CLASS)
+        await cluster.add_pod("app", volumes=DATA)
+        await cluster.until(lambda: bool(selected(cluster)), within=20, what="selected-node")
+        chosen = selected(cluster)
+        first.kill()  # returns once the process is gone, its PreBind wait with it
+
+        start_scheduler(
+            "--no-leader-elect"
+        )  # lists the annotated claim: the pod is held to the chosen node
+        await cluster.add_volume(
+            "pvc-data", storage_class=LOCAL_PATH_CLASS,
+            node_affinity={"kubernetes.io/hostname": [chosen]},
+        )  # fmt: skip
+        await cluster.bind_claim("data", "pvc-data")
+        assert await scheduled(cluster, "app") == chosen

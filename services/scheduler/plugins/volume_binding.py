@@ -411,7 +411,13 @@ class VolumeBinding:
 
     def _all_bound(self, plan: _NodePlan, node: str) -> bool:
         """True once every claim is bound to a volume admitting ``node``; BindingFailed if it
-        never will be (kube-scheduler's ``checkBindings``)."""
+        never will be (kube-scheduler's ``checkBindings``).
+
+        A claim to provision that lacks the annotation has had it *taken away* (the provisioner
+        cannot serve the node) only if the cache has caught up with our own write: resource
+        versions are the store's revision numbers, compared as kube-scheduler's assume cache
+        compares them."""
+        provision = {claim_key(c) for c in plan.provision}
         for claim in plan.claims:
             meta = _meta(claim)
             key = claim_key(claim)
@@ -422,7 +428,7 @@ class VolumeBinding:
                 annotations = _meta(current).get("annotations") or {}
                 seen = int(_meta(current).get("resourceVersion") or 0)
                 if (
-                    claim in plan.provision
+                    key in provision
                     and seen >= self._written.get(key, 0)
                     and annotations.get(SELECTED_NODE_ANNOTATION) != node
                 ):
