@@ -3,8 +3,9 @@ unbound claim, follows a bound volume's node affinity, and for a WaitForFirstCon
 tells the PV controller its node (``volume.kubernetes.io/selected-node``) and binds only once the
 claim is Bound.
 
-Real apiserver, real scheduler process, hand-written nodes; the test plays the PV controller
-(binding claims with ``Cluster.bind_claim``). The tests await watch events, never sleep.
+Real apiserver, real scheduler process, hand-written nodes; the tests play the PV controller
+(binding claims with ``Cluster.bind_claim``), except the last, which runs the controller-manager's
+PV controller and local-path provisioner. The tests await watch events, never sleep.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Callable
 import pytest
 
 from api.storage import LOCAL_PATH_CLASS
-from kubelite.testing import ComponentProcess
+from kubelite.testing import ComponentProcess, Processes
 from services.scheduler.plugins.volume_binding import LOCAL_PATH_ROOT_ANNOTATION
 from services.scheduler.volumes import SELECTED_NODE_ANNOTATION
 from tests.factories import storage_class
@@ -177,3 +178,24 @@ async def test_a_scheduler_restarted_while_a_claim_waits_binds_the_pod_to_the_se
         )  # fmt: skip
         await cluster.bind_claim("data", "pvc-data")
         assert await scheduled(cluster, "app") == chosen
+
+
+async def test_with_the_real_pv_controller_a_local_path_claim_is_provisioned_on_the_pod_s_node(
+    api: ComponentProcess,
+    start_scheduler: Callable[..., ComponentProcess],
+    kubelite_processes: Processes,
+) -> None:
+    start_scheduler()
+    kubelite_processes.controller_manager(
+        api.url, args=["--controllers", "persistentvolume-binder,local-path-provisioner"]
+    )
+    async with cluster_at(api.url) as cluster:
+        await cluster.add_node("node1")
+        await cluster.add_node("node2", annotations={LOCAL_PATH_ROOT_ANNOTATION: "/var/local/n2"})
+        await cluster.add_claim("data")  # the default class: local-path, WaitForFirstConsumer
+        await cluster.add_pod("app", volumes=DATA)
+
+        assert await scheduled(cluster, "app") == "node2"
+        claim = await cluster.client.get(CLAIMS, "data", namespace="default")
+        assert claim["status"]["phase"] == "Bound"
+        assert claim["metadata"]["annotations"][SELECTED_NODE_ANNOTATION] == "node2"
