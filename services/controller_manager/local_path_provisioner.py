@@ -31,8 +31,8 @@ gets a helper pod, as k3s does: ``kube-system/helper-pod-delete-<pv>``, ``spec.n
 (no scheduler), every taint tolerated, ``restartPolicy: Never``, image ``busybox``, ``sh -c 'rm -rf
 "$VOL_DIR"'`` with the volume's parent directory mounted as a hostPath at the same path. The pod
 informer brings the key back when the pod changes: ``Succeeded`` → delete the helper pod, then the
-PersistentVolume; ``Failed`` → event ``VolumeFailedDelete`` on the volume, delete the helper pod
-and retry with backoff.
+PersistentVolume; ``Failed`` → event ``VolumeFailedDelete`` on the volume, delete the helper pod,
+and start another after a backoff (2 s doubling to 5 min, per volume, in this process).
 
 Limits: no capacity accounting (a node's disk can be overcommitted); no ``helper-pod-create``
 (the kubelet's DirectoryOrCreate makes the directory); a helper pod whose node is gone stays
@@ -43,13 +43,16 @@ volume deleted by hand leaves its directory behind.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
+from dataclasses import dataclass, field
 from typing import Any
 
 from api.errors import AlreadyExists, NotFound
 from api.registry import REGISTRY
 from api.storage import LOCAL_PATH_PROVISIONER
+from client.backoff import Backoff, BackoffPolicy
 from client.controller import Controller
 from client.events import EventRecorder
 from client.rest import ApiClient
@@ -79,6 +82,10 @@ HELPER_NAMESPACE = "kube-system"
 HELPER_IMAGE = "busybox"
 HELPER_PREFIX = "helper-pod-delete-"
 
+HELPER_RETRY = BackoffPolicy(initial=2.0, factor=2.0, cap=300.0, jitter=0.2, reset_after=900.0)
+"""After a failed helper pod, the next one waits 2 s, then 4, 8 ... up to 5 min: a directory that
+cannot be removed is rarely fixed within seconds, and each attempt is a pod on the node."""
+
 VOLUMES = REGISTRY.require("", "PersistentVolume")
 CLAIMS = REGISTRY.require("", "PersistentVolumeClaim")
 CLASSES = REGISTRY.require("storage.k8s.io", "StorageClass")
@@ -91,7 +98,15 @@ class ProvisioningFailed(Exception):
 
 
 class DeletionFailed(Exception):
-    """The helper pod failed; the volume's key is retried with backoff."""
+    """The volume cannot be deleted as it stands; its key is retried with the queue's backoff."""
+
+
+@dataclass(slots=True)
+class _Retry:
+    """A volume whose helper pod failed: when the next helper pod may start."""
+
+    backoff: Backoff = field(default_factory=lambda: Backoff(HELPER_RETRY))
+    not_before: float = 0.0
 
 
 def helper_pod_name(volume_name: str) -> str:
@@ -133,6 +148,7 @@ class LocalPathProvisioner:
         self.pods = informers.get(PODS)
         self.claim_queue: WorkQueue[str] = WorkQueue(name="provision")
         self.volume_queue: WorkQueue[str] = WorkQueue(name="delete")
+        self._retries: dict[str, _Retry] = {}
         self.claims.add_handler(
             on_add=self._claim_changed, on_update=lambda _old, new: self._claim_changed(new)
         )
@@ -256,20 +272,20 @@ class LocalPathProvisioner:
 
     # -- deletion -------------------------------------------------------------------------
 
-    async def sync_volume(self, name: str) -> None:
+    async def sync_volume(self, name: str) -> float | None:
         volume = self.volumes.get(name)
         if volume is None or _annotations(volume).get(ANN_PROVISIONED_BY) != LOCAL_PATH_PROVISIONER:
-            return
+            self._retries.pop(name, None)
+            return None
         spec = volume.get("spec") or {}
         released = (volume.get("status") or {}).get("phase") == "Released"
         if not released or spec.get("persistentVolumeReclaimPolicy") != "Delete":
-            return
+            return None
         pod = self.pods.get(f"{HELPER_NAMESPACE}/{helper_pod_name(name)}")
         if pod is None:
-            await self._start_helper(volume)
-            return
+            return await self._start_helper(volume)
         if _meta(pod).get("deletionTimestamp"):
-            return  # a previous attempt's pod is going away; its deletion brings us back
+            return None  # a previous attempt's pod is going away; its deletion brings us back
         phase = (pod.get("status") or {}).get("phase")
         if phase == "Succeeded":
             await self._delete_helper(name)
@@ -279,15 +295,25 @@ class LocalPathProvisioner:
                 )
             except NotFound:
                 pass
+            self._retries.pop(name, None)
             log.info("volume %s: directory removed, volume deleted", name)
         elif phase == "Failed":
+            retry = self._retries.setdefault(name, _Retry())
+            delay = retry.backoff.next_delay()
+            retry.not_before = asyncio.get_running_loop().time() + delay
             message = f"failed to delete volume {name}: helper pod {helper_pod_name(name)} failed"
             self.recorder.event(volume, "Warning", "VolumeFailedDelete", message)
+            log.warning("%s; will start another in %.1fs", message, delay)
             await self._delete_helper(name)
-            raise DeletionFailed(message)
+        return None
 
-    async def _start_helper(self, volume: Obj) -> None:
+    async def _start_helper(self, volume: Obj) -> float | None:
+        """Start the helper pod, or say how long the last failure's backoff still runs."""
         name = str(_meta(volume)["name"])
+        retry = self._retries.get(name)
+        wait = retry.not_before - asyncio.get_running_loop().time() if retry else 0.0
+        if wait > 0:
+            return wait
         node = _volume_node(volume)
         path = ((volume.get("spec") or {}).get("hostPath") or {}).get("path")
         if not node or not path:
@@ -297,8 +323,9 @@ class LocalPathProvisioner:
         try:
             await self.client.create(PODS, self._helper_pod(name, node=node, path=str(path)))
         except AlreadyExists:
-            return
+            return None
         log.info("volume %s: helper pod on node %s removes %s", name, node, path)
+        return None
 
     @staticmethod
     def _helper_pod(volume_name: str, *, node: str, path: str) -> Obj:

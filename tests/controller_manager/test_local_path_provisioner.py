@@ -3,12 +3,15 @@ default ``local-path`` class waits for its first consumer, gets a ``pvc-<uid>`` 
 under the selected node's published root with node affinity to that node, and binds; without a
 node, or on a node that publishes no root, provisioning fails with an event. Deleting the claim
 of a provisioned volume runs the helper pod on a real kubelet (process runtime), which removes
-the directory; then the helper pod and the volume are gone."""
+the directory; then the helper pod and the volume are gone. A helper pod that fails (an
+immutable directory) is a ``VolumeFailedDelete`` event, and a later attempt deletes the volume."""
 
 from __future__ import annotations
 
 import asyncio
 import random
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -146,8 +149,8 @@ def _pod_cidr() -> str:
     return f"127.{random.randint(150, 199)}.{random.randint(0, 255)}.0/24"
 
 
-async def test_released_volume_is_removed_by_a_helper_pod_on_its_node(cluster: Cluster) -> None:
-    client = cluster.client
+async def start_process_kubelet(cluster: Cluster) -> Path:
+    """A real kubelet (process runtime) for node ``disk-node``; the storage root it published."""
     kubelet = await asyncio.to_thread(
         cluster.processes.kubelet,
         cluster.api.url,
@@ -155,7 +158,7 @@ async def test_released_volume_is_removed_by_a_helper_pod_on_its_node(cluster: C
         runtime="process",
         args=["--pod-cidr", _pod_cidr()],
     )
-    async with Watcher(client, NODES) as nodes:
+    async with Watcher(cluster.client, NODES) as nodes:
         await nodes.wait_until(
             lambda _o: (
                 ROOT_ANNOTATION
@@ -164,18 +167,28 @@ async def test_released_volume_is_removed_by_a_helper_pod_on_its_node(cluster: C
             what="the kubelet publishing its local storage root",
         )
         published = nodes.get("disk-node")
-    assert published is not None
-    root = published["metadata"]["annotations"][ROOT_ANNOTATION]
-    assert Path(root) == (kubelet.state_dir / "storage").absolute()
+    assert published is not None and kubelet.state_dir is not None
+    root = Path(published["metadata"]["annotations"][ROOT_ANNOTATION])
+    assert root == (kubelet.state_dir / "storage").absolute()
+    return root
 
-    await client.create(PVCS, persistent_volume_claim("scratch", storage="1Gi"))
-    await select_node(client, "scratch", "disk-node")
-    volume_name = (await bound_claim(client, "scratch"))["spec"]["volumeName"]
+
+async def provisioned_directory(client: ApiClient, claim: str) -> tuple[str, Path]:
+    """Claim a volume on ``disk-node`` and write into it as a pod would; (volume, directory)."""
+    await client.create(PVCS, persistent_volume_claim(claim, storage="1Gi"))
+    await select_node(client, claim, "disk-node")
+    volume_name = (await bound_claim(client, claim))["spec"]["volumeName"]
     directory = Path((await client.get(PVS, volume_name))["spec"]["hostPath"]["path"])
-    assert directory.parent == Path(root)
-    # what a pod would have written through the claim
     (directory / "nested").mkdir(parents=True)
     (directory / "nested" / "file").write_text("data")
+    return volume_name, directory
+
+
+async def test_released_volume_is_removed_by_a_helper_pod_on_its_node(cluster: Cluster) -> None:
+    client = cluster.client
+    root = await start_process_kubelet(cluster)
+    volume_name, directory = await provisioned_directory(client, "scratch")
+    assert directory.parent == root
 
     helper = f"helper-pod-delete-{volume_name}"
     helper_phases: list[str] = []
@@ -201,4 +214,37 @@ async def test_released_volume_is_removed_by_a_helper_pod_on_its_node(cluster: C
         )
     assert "Succeeded" in helper_phases
     assert not await asyncio.to_thread(directory.exists)
-    assert await asyncio.to_thread(Path(root).is_dir)
+    assert await asyncio.to_thread(root.is_dir)
+
+
+def chattr(flag: str, path: Path) -> None:
+    subprocess.run(["chattr", flag, str(path)], check=True, capture_output=True)
+
+
+async def test_failed_helper_pod_is_reported_and_retried(cluster: Cluster) -> None:
+    if shutil.which("chattr") is None:
+        pytest.skip("chattr (e2fsprogs) is not installed")
+    client = cluster.client
+    await start_process_kubelet(cluster)
+    volume_name, directory = await provisioned_directory(client, "stuck")
+    try:
+        # an immutable directory: even root's rm -rf fails, so the helper pod fails
+        await asyncio.to_thread(chattr, "+i", directory)
+    except subprocess.CalledProcessError as exc:
+        pytest.skip(f"this filesystem has no immutable flag: {exc.stderr!r}")
+    try:
+        await client.delete(PVCS, "stuck", namespace="default")
+        failed = await wait_for_event(client, volume_name, "VolumeFailedDelete")
+        assert failed["type"] == "Warning"
+        assert failed["message"] == (
+            f"failed to delete volume {volume_name}: "
+            f"helper pod helper-pod-delete-{volume_name} failed"
+        )
+        assert phase(await client.get(PVS, volume_name)) == "Released"
+    finally:
+        await asyncio.to_thread(chattr, "-i", directory)
+    async with Watcher(client, PVS) as volumes:
+        await volumes.wait_until(
+            lambda _o: volumes.get(volume_name) is None, what="volume deleted on a later attempt"
+        )
+    assert not await asyncio.to_thread(directory.exists)
