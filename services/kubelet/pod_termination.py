@@ -7,12 +7,14 @@ pod, and it must hold even when the apiserver is briefly away, as in the kubelet
 * every running container gets SIGTERM, SIGKILL after the grace period (``deletionGracePeriod
   Seconds``, else ``terminationGracePeriodSeconds``, else 30 s), each with a Killing event
   "Stopping container X";
+* the pod's volume dirs go (a tmpfs emptyDir unmounted first; hostPath and PV data stay) —
+  before the deletion is confirmed, as the kubelet waits for a pod's volumes to be reclaimed;
 * the final status (Succeeded/Failed) is written, then the pod object is deleted with grace 0
   and a uid precondition — the kubelet's confirmation; both are retried with back-off;
 * a pod that vanished from the API without that (force-deleted) is stopped with at most
   ``ORPHAN_GRACE`` and removed;
-* the pod's volume dirs go (a tmpfs emptyDir unmounted first; hostPath and PV data stay), its
-  references to ConfigMaps, Secrets and claims are released, and the sandbox is removed last.
+* the pod's references to ConfigMaps, Secrets and claims are released, and the sandbox is
+  removed last.
 
 What it does not guarantee: the final status write is tried five times and the confirmation ten
 (then the pod is left to the garbage collector / node lifecycle controller); a 409 on the
@@ -76,6 +78,8 @@ async def terminate(mem: PodMemory) -> None:
     """Stop the pod's containers, report and confirm its end, and remove it from the node."""
     grace = mem.grace_period() if not mem.gone else min(mem.grace_period(), ORPHAN_GRACE)
     await stop_containers(mem, grace=grace)
+    # like the kubelet's PodResourcesAreReclaimed: volumes go before the deletion is confirmed
+    await tear_down(mem.ctx.volumes.root, mem.uid)
     if not mem.gone:
         status = render_status(mem, policy=mem.restart_policy, terminal=True)
         pod = await _write_final(mem, status)
@@ -83,7 +87,6 @@ async def terminate(mem: PodMemory) -> None:
             await _confirm_deletion(mem)
     mem.ctx.status.forget(mem.uid)
     mem.ctx.objects.release(mem.uid)
-    await tear_down(mem.ctx.volumes.root, mem.uid)
     await mem.ctx.runtime.remove_pod_sandbox(mem.uid)
     log.info("pod %s/%s: terminated and removed from the node", mem.namespace, mem.name)
 
