@@ -315,6 +315,55 @@ def storage_class(
     }
 
 
+def daemon_set(name: str, *, image: str = "nginx", **spec: Any) -> Obj:
+    """A DaemonSet of one-container pods labelled ``app=<name>``."""
+    labels = {"app": name}
+    body: Obj = {
+        "selector": {"matchLabels": dict(labels)},
+        "template": pod_template(labels, container("app", image)),
+    }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": name},
+        "spec": {**body, **spec},
+    }
+
+
+def stateful_set(
+    name: str, *, replicas: int = 1, image: str = "nginx", claim: str | None = None, **spec: Any
+) -> Obj:
+    """A StatefulSet of ``replicas`` pods labelled ``app=<name>``, governed by a Service of its
+    name; ``claim`` adds a 1Gi ``volumeClaimTemplates`` entry of that name."""
+    labels = {"app": name}
+    body: Obj = {
+        "replicas": replicas,
+        "serviceName": name,
+        "selector": {"matchLabels": dict(labels)},
+        "template": pod_template(labels, container("app", image)),
+    }
+    if claim is not None:
+        template = persistent_volume_claim(claim)
+        body["volumeClaimTemplates"] = [{"metadata": {"name": claim}, "spec": template["spec"]}]
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": name},
+        "spec": {**body, **spec},
+    }
+
+
+def pod_disruption_budget(name: str, *, selector: dict[str, str], **spec: Any) -> Obj:
+    """A budget over the pods labelled ``selector``; ``spec`` holds ``minAvailable`` or
+    ``maxUnavailable`` (Kubernetes' spellings)."""
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name},
+        "spec": {"selector": {"matchLabels": dict(selector)}, **spec},
+    }
+
+
 def pod_info(name: str = "p", **kw: Any) -> PodInfo:
     """A scheduler ``PodInfo`` of ``sched_pod(name, **kw)``."""
     return PodInfo(sched_pod(name, **kw))

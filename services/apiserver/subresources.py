@@ -10,7 +10,7 @@ controller empties a namespace's ``spec.finalizers`` (``.../finalize``).
 Each write is one ``guaranteed_update`` on the parent object: concurrent binds of one pod are
 serialised by the store's compare-and-swap, and exactly one wins (the others get 409).
 
-``eviction`` is a delete with the Eviction's ``deleteOptions`` (there are no disruption budgets).
+``eviction`` is a delete that honours PodDisruptionBudgets (``services.apiserver.eviction``).
 
 Limits: ``log`` and ``exec`` are not served here (they proxy to kubelets in a later issue).
 """
@@ -28,7 +28,7 @@ from api.registry import ResourceType
 from api.selectors import label_selector_from_dict
 from services.apiserver.codec import PatchType, json_response, read_object, read_patch
 from services.apiserver.context import ApiContext
-from services.apiserver.deletion import delete_object, parse_delete_options
+from services.apiserver.eviction import evict
 from services.apiserver.handlers import (
     apply_patch,
     check_body_identity,
@@ -74,7 +74,7 @@ async def dispatch(request: web.Request, ctx: ApiContext, target: Target) -> web
     if sub == "eviction" and rt.kind == "Pod":
         if method != "POST":
             raise method_not_allowed()
-        return await _evict(request, ctx, target)
+        return await evict(request, ctx, target)
     if sub == "finalize" and rt.kind == "Namespace":
         if method != "PUT":
             raise method_not_allowed()
@@ -299,29 +299,6 @@ def _patch_scale(rt: ResourceType, scale: Obj, patch_type: PatchType, patch_doc:
     if patch_type is PatchType.STRATEGIC:
         patch_type = PatchType.MERGE  # a Scale has no lists to merge by key
     return apply_patch(rt, scale, patch_type, patch_doc)
-
-
-async def _evict(request: web.Request, ctx: ApiContext, target: Target) -> web.Response:
-    """``POST pods/{name}/eviction``: a delete with the Eviction's options (no disruption
-    budgets exist in kubelite, so an eviction is never refused for one)."""
-    body = await read_object(request)
-    if body.get("kind") not in (None, "Eviction"):
-        raise BadRequest(
-            f"the object provided is unrecognized (must be of type Eviction): {body.get('kind')}"
-        )
-    meta = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
-    assert isinstance(meta, dict)
-    if meta.get("name") not in (None, target.name):
-        raise BadRequest(
-            f"name in URL does not match name in Eviction object: {target.name} != {meta.get('name')}"
-        )
-    raw_options = body.get("deleteOptions")
-    options = parse_delete_options(raw_options if isinstance(raw_options, dict) else {})
-    await delete_object(ctx, target.rt, target.namespace, str(target.name), options)
-    return json_response(
-        {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201},
-        status=201,
-    )
 
 
 async def _finalize(request: web.Request, ctx: ApiContext, target: Target) -> web.Response:
