@@ -17,7 +17,13 @@ pytestmark = [pytest.mark.e2e]
 async def test_restarted_kubelet_readopts_the_same_process(cluster: Cluster) -> None:
     p = await create_and_wait(
         cluster,
-        factories.pod("survivor", sh("sleep 3600"), namespace="default", nodeName=cluster.node),
+        factories.pod(
+            "survivor",
+            sh("sleep 3600"),
+            namespace="default",
+            nodeName=cluster.node,
+            terminationGracePeriodSeconds=1,  # sleep as PID 1 ignores SIGTERM
+        ),
         lambda p: phase(p) == "Running",
     )
     pid = container_pid(cluster, p)

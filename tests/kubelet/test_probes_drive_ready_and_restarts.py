@@ -6,6 +6,7 @@ import pytest
 
 from tests import factories
 from tests.factories import sh
+from tests.kubectl.harness import Kubectl
 from tests.kubelet.conftest import Cluster
 from tests.kubelet.pods import create_and_wait, cstatus, phase
 from tests.kubelet.waits import pods_rt, wait_for_object
@@ -19,25 +20,32 @@ def ready(p: dict | None) -> str | None:
 
 
 async def test_readiness_probe_gates_ready(cluster: Cluster) -> None:
-    flag = cluster.tmp / "ready-flag"
+    # the probe and the flag are inside the pod (its own /tmp): kubectl exec sets and clears it
     container = sh("sleep 3600")
     container["readinessProbe"] = {
-        "exec": {"command": ["test", "-f", str(flag)]},
+        "exec": {"command": ["test", "-f", "/tmp/ready-flag"]},
         "periodSeconds": 1,
         "failureThreshold": 1,
     }
     p = await create_and_wait(
         cluster,
-        factories.pod("gated", container, namespace="default", nodeName=cluster.node),
+        factories.pod(
+            "gated",
+            container,
+            namespace="default",
+            nodeName=cluster.node,
+            terminationGracePeriodSeconds=1,
+        ),
         lambda p: phase(p) == "Running",
     )
     assert ready(p) == "False" and cstatus(p)["ready"] is False
-    flag.touch()
+    kubectl = Kubectl.on(cluster.server, workdir=cluster.tmp)
+    kubectl("exec", "gated", "--", "touch", "/tmp/ready-flag")
     p = await wait_for_object(
         cluster.client, pods_rt(), "gated", lambda p: ready(p) == "True", namespace="default"
     )
     assert cstatus(p)["ready"] is True
-    flag.unlink()
+    kubectl("exec", "gated", "--", "rm", "/tmp/ready-flag")
     await wait_for_object(
         cluster.client, pods_rt(), "gated", lambda p: ready(p) == "False", namespace="default"
     )
