@@ -160,6 +160,12 @@ def _watch_figure(key: str, values: list[float], *, store: str) -> Figure:
                   note=note)  # fmt: skip
 
 
+async def run_pod_start_sandbox(ctx: Context) -> list[Figure]:
+    from bench import pod_start_sandbox
+
+    return await pod_start_sandbox.run(ctx)
+
+
 def build_registry() -> Registry:
     return Registry([
         Scenario("ceilings", "ceilings", ceilings.run,
@@ -177,6 +183,9 @@ def build_registry() -> Registry:
                  "pod startup latency at 20 pods/s on 100 sim nodes (0 s start delay)"),
         Scenario("startup-churn-process", "e2e", startup_scenario(nodes=1, runtime="process"),
                  "pod startup latency at 20 pods/s, 200 busybox pods on 1 process node"),
+        Scenario("pod-start-sandbox", "e2e", run_pod_start_sandbox,
+                 "process runtime container start with and without the pod sandbox, and a bare "
+                 "posix_spawn"),
         Scenario("e2e-1000x1000", "e2e", rc_scenario(pods=1000, nodes=1000),
                  "RC of 1,000 pods on 1,000 sim nodes", quick=False),
         Scenario("e2e-10000x100", "e2e", rc_scenario(pods=10_000, nodes=100),
