@@ -26,6 +26,8 @@ __all__ = [
     "DEFAULT_CLASS_ANNOTATION",
     "LOCAL_PATH_CLASS",
     "LOCAL_PATH_PROVISIONER",
+    "LOCAL_PATH_ROOT_ANNOTATION",
+    "SELECTED_NODE_ANNOTATION",
     "StorageClass",
     "is_default_class",
 ]
@@ -37,6 +39,10 @@ BETA_DEFAULT_CLASS_ANNOTATION = "storageclass.beta.kubernetes.io/is-default-clas
 
 LOCAL_PATH_CLASS = "local-path"
 LOCAL_PATH_PROVISIONER = "kubelite.io/local-path"
+LOCAL_PATH_ROOT_ANNOTATION = "kubelite.io/local-path-root"
+"""On a Node: the directory its kubelet keeps local-path volumes in (``<state dir>/storage``)."""
+SELECTED_NODE_ANNOTATION = "volume.kubernetes.io/selected-node"
+"""On a WaitForFirstConsumer claim: the node the scheduler put its first pod on."""
 
 
 def is_default_class(obj: Any) -> bool:

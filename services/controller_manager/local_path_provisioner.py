@@ -51,7 +51,7 @@ from typing import Any
 
 from api.errors import AlreadyExists, NotFound
 from api.registry import REGISTRY
-from api.storage import LOCAL_PATH_PROVISIONER
+from api.storage import LOCAL_PATH_PROVISIONER, LOCAL_PATH_ROOT_ANNOTATION
 from client.backoff import Backoff, BackoffPolicy
 from client.controller import Controller
 from client.events import EventRecorder
@@ -75,7 +75,6 @@ log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 
-LOCAL_PATH_ROOT_ANNOTATION = "kubelite.io/local-path-root"
 """On a Node: the directory under which this provisioner's volumes for that node live (the
 kubelet's ``node_status`` publishes it; the two spell it alike, services share no imports)."""
 HELPER_NAMESPACE = "kube-system"

@@ -33,6 +33,7 @@ from typing import Any
 
 from api.quantity import parse_quantity
 from api.selectors import label_selector_from_dict, node_selector_terms_match
+from api.storage import SELECTED_NODE_ANNOTATION
 
 __all__ = [
     "ANN_BIND_COMPLETED",
@@ -58,8 +59,7 @@ ANN_BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"
 """On either side: the controller, not the user, set the link (``claimRef`` / ``volumeName``)."""
 ANN_PROVISIONED_BY = "pv.kubernetes.io/provisioned-by"
 """On a volume: the provisioner that made it (and must delete it)."""
-ANN_SELECTED_NODE = "volume.kubernetes.io/selected-node"
-"""On a WaitForFirstConsumer claim: the node the scheduler put its first pod on."""
+ANN_SELECTED_NODE = SELECTED_NODE_ANNOTATION
 ANN_STORAGE_PROVISIONER = "volume.kubernetes.io/storage-provisioner"
 """On a claim: the provisioner asked to make its volume."""
 ANN_STORAGE_PROVISIONER_BETA = "volume.beta.kubernetes.io/storage-provisioner"

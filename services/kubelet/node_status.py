@@ -44,6 +44,7 @@ from typing import Any
 from api.errors import AlreadyExists, Conflict, NotFound, StatusError
 from api.meta import now_micro_time, now_time
 from api.registry import REGISTRY, ResourceType
+from api.storage import LOCAL_PATH_ROOT_ANNOTATION
 from client.backoff import Backoff, BackoffPolicy
 from client.rest import ApiClient
 from services.kubelet.status_manager import normalize
@@ -63,8 +64,6 @@ Obj = dict[str, Any]
 KUBELET_VERSION = "v1.32.0-kubelite"
 LEASE_NAMESPACE = "kube-node-lease"
 LEASE_DURATION = 40
-LOCAL_PATH_ROOT_ANNOTATION = "kubelite.io/local-path-root"
-"""Read by the controller-manager's local-path provisioner, which spells it alike."""
 REGISTER_BACKOFF = BackoffPolicy(initial=0.5, factor=2.0, cap=7.0, jitter=0.5, reset_after=60.0)
 RENEW_BACKOFF = BackoffPolicy(initial=0.2, factor=2.0, cap=7.0, jitter=0.2, reset_after=60.0)
 

@@ -29,21 +29,18 @@ import asyncio
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from api.storage import SELECTED_NODE_ANNOTATION
 from services.scheduler.queue import ClusterEvent
 
 __all__ = [
     "CLAIM_CHANGE",
     "CLASS_CHANGE",
-    "SELECTED_NODE_ANNOTATION",
     "VOLUME_CHANGE",
     "VolumeCache",
     "claim_key",
 ]
 
 Obj = Mapping[str, Any]
-
-SELECTED_NODE_ANNOTATION = "volume.kubernetes.io/selected-node"
-"""Where the scheduler tells the PV controller and provisioner which node a claim's pod went to."""
 
 _VOLUME_BINDING = frozenset({"VolumeBinding"})
 CLAIM_CHANGE = ClusterEvent("PersistentVolumeClaimChange", _VOLUME_BINDING)

@@ -14,10 +14,8 @@ from collections.abc import Callable
 
 import pytest
 
-from api.storage import LOCAL_PATH_CLASS
+from api.storage import LOCAL_PATH_CLASS, LOCAL_PATH_ROOT_ANNOTATION, SELECTED_NODE_ANNOTATION
 from kubelite.testing import ComponentProcess, Processes
-from services.scheduler.plugins.volume_binding import LOCAL_PATH_ROOT_ANNOTATION
-from services.scheduler.volumes import SELECTED_NODE_ANNOTATION
 from tests.factories import storage_class
 from tests.scheduler.cluster import CLAIMS, PODS, Cluster, cluster_at
 

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
+from api.storage import LOCAL_PATH_ROOT_ANNOTATION, SELECTED_NODE_ANNOTATION
 from services.scheduler.config import SchedulerConfig, build_framework
 from services.scheduler.framework import FitError, Framework, Handle
 from services.scheduler.nodeinfo import NodeInfo, PodInfo
-from services.scheduler.plugins.volume_binding import LOCAL_PATH_ROOT_ANNOTATION
-from services.scheduler.volumes import SELECTED_NODE_ANNOTATION, VolumeCache
+from services.scheduler.volumes import VolumeCache
 from tests.factories import (
     node_info,
     persistent_volume,

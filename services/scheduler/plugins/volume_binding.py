@@ -48,10 +48,14 @@ from api import quantity
 from api.errors import StatusError
 from api.registry import REGISTRY, ResourceType
 from api.selectors import label_selector_from_dict, node_selector_terms_match
-from api.storage import LOCAL_PATH_PROVISIONER
+from api.storage import (
+    LOCAL_PATH_PROVISIONER,
+    LOCAL_PATH_ROOT_ANNOTATION,
+    SELECTED_NODE_ANNOTATION,
+)
 from services.scheduler.framework import SKIP, CycleState, Handle, Status
 from services.scheduler.nodeinfo import NodeInfo, PodInfo
-from services.scheduler.volumes import SELECTED_NODE_ANNOTATION, claim_key
+from services.scheduler.volumes import claim_key
 
 __all__ = [
     "BIND_CONFLICT",
@@ -75,7 +79,6 @@ NODE_CONFLICT = "node(s) had volume node affinity conflict"
 PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
 UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
 
-LOCAL_PATH_ROOT_ANNOTATION = "kubelite.io/local-path-root"
 """On a Node: the directory kubelite's local-path provisioner creates its volumes under."""
 NO_PROVISIONER = "kubernetes.io/no-provisioner"
 """The provisioner of a class whose volumes are all made by hand (local volumes)."""
