@@ -4,19 +4,31 @@ How a container runs: the image catalog (``images.py``) turns the image into a h
 ``command``/``args`` override entrypoint/cmd as in Kubernetes (with ``$(VAR)`` expansion); the
 process gets the container's env plus ``POD_NAME``, ``POD_NAMESPACE``, ``POD_IP``, ``HOSTNAME``
 (and ``KUBELITE_PORT``, its first container port, which the built-in nginx binds), its
-``workingDir`` (made under the pod's directory when the host has no such path), its own session
-and process group, and an address-space limit (``RLIMIT_AS``) when it has a memory limit.
+``workingDir``, and its own session and process group.
+
+The pod sandbox (``sandbox.py``, on unless ``sandbox="off"`` or the probe at ``start`` fails):
+each instance runs in new mount, UTS, PID and IPC namespaces as PID 1, with the host's root
+read-only, a private ``/tmp``, ``/var/tmp`` and ``/run``, the pod's hostname, ``/etc/hosts``
+and ``/etc/resolv.conf``, its volume mounts, and root's home, ``/etc/shadow`` and kubelite's
+state masked; its ``workingDir`` is resolved (and created) inside. Stopping sends SIGTERM to its
+PID 1 alone — which, as in Kubernetes, ignores it unless it handles it — then SIGKILL, which
+takes the whole namespace. ``exec`` enters its namespaces (``nsenter``). Unsandboxed
+(``sandboxed`` False, ``sandbox_unavailable_reason`` says why), a container is a plain host
+process: it sees the host, its ``workingDir`` is made under the pod's directory when the host
+has no such path, and stopping signals its process group.
 
 Each instance is started by ``shim.py`` (spawned with ``posix_spawn`` in a new session, never
 through asyncio's subprocess transports, which kill their children when closed). The shim
-copies the output into a CRI-format log file and records the exit status, so the container
-outlives the kubelet and a restarted kubelet learns how it ended. Exits are noticed through a
-pidfd on the shim (readable once it terminates), so adopted shims — no longer our children —
-are watched exactly like fresh ones. Every pid read back from disk is checked against its
-``/proc`` start time before it is signalled, so a recycled pid is never killed.
+copies the output into a CRI-format log file, enforces the memory limit (``OOMKilled``, exit
+137) and records the exit status, so the container outlives the kubelet and a restarted kubelet
+learns how it ended. Exits are noticed through a pidfd on the shim (readable once it
+terminates), so adopted shims — no longer our children — are watched exactly like fresh ones.
+Every pid read back from disk is checked against its ``/proc`` start time before it is
+signalled, so a recycled pid is never killed.
 
-Pod IPs come from a per-node loopback range (``ipam.py``). Not provided: filesystem, PID or
-network isolation — a container sees the host, binds its own 127.x.y.z address by convention.
+Pod IPs come from a per-node loopback range (``ipam.py``). Not provided: network isolation — a
+container shares the host's network namespace and binds its own 127.x.y.z address by
+convention; CPU limits; a memory cgroup (the shim accounts resident memory itself).
 """
 
 from __future__ import annotations

@@ -22,7 +22,8 @@ What ``enter(spec)`` builds, in this order (a later mount may sit on an earlier 
 4. masks: directories (``/root``, kubelite's state dir) under an empty read-only tmpfs, files
    (``/etc/shadow``, ``/etc/gshadow``) under ``/dev/null``; ``keep`` paths under a masked
    directory (the kubelet's own Python, the image store's bin directories) bound back read-only;
-5. the volumes, in order, read-only where asked;
+5. the volumes, in order, read-only where asked (their mount points, and the working directory,
+   were created right after step 1, so that an overlay needed for one hides none of the above);
 6. ``pivot_root`` into the skeleton (runc's ``pivot_root(".", ".")``), the old root detached,
    the skeleton itself made read-only; the hostname set; the working directory entered.
 

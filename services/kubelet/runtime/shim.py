@@ -7,15 +7,23 @@ shim parents each container instance, copies its stdout/stderr into a CRI-format
 ``sinceSeconds`` and ``tailLines`` work), and writes the exit status to a file before it exits.
 
 Run as a script with the standard library only (``python -I -S shim.py``), never imported by the
-kubelet. Protocol: the kubelet writes a JSON config to stdin and closes it; the shim starts the
-container in its own session and process group and answers one JSON line on stdout —
+kubelet. Protocol: the kubelet writes a JSON config to stdin and closes it; the shim forks the
+container into its own session and process group and answers one JSON line on stdout —
 ``{"pid": N, "shimPid": M, "startedAt": T}`` or ``{"error": "...", "exitCode": 128}`` — then
-closes stdout. When the container's main process exits, the shim kills what is left of its
-process group (no orphans), drains the pipes, atomically writes ``exit_file`` and exits.
+closes stdout. With a ``sandbox`` in the config the shim first unshares a PID namespace, so the
+container is its PID 1, and the child builds the sandbox (``sandbox_setup.py``) before exec; a
+failure between fork and exec comes back through a close-on-exec pipe as the error.
 
-The kubelet stops a container by signalling its process group (``kill(-pid, SIGTERM)``, then
-``SIGKILL``); the shim lives in a different session, so it is not hit and still records the
-exit. Limits: a descendant that calls ``setsid`` itself escapes the group kill.
+With a ``memoryLimit`` the shim checks the container's resident memory every 50 ms
+(``MemoryWatch``) and SIGKILLs it when over, reporting ``OOMKilled``. When the container's main
+process exits, the shim kills what is left of its process group (with a PID namespace the kernel
+has already killed everything in it: no orphans), drains the pipes, atomically writes
+``exit_file`` and exits.
+
+The kubelet stops a container by signalling it (a sandboxed container's PID 1, else its process
+group); the shim lives in a different session, so it is not hit and still records the exit.
+Limits: unsandboxed, a descendant that calls ``setsid`` itself escapes the group kill and the
+memory accounting.
 """
 
 from __future__ import annotations
