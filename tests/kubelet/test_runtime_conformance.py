@@ -1,4 +1,5 @@
-"""The runtime contract (``runtime/base.py``), run against every runtime: process and sim."""
+"""The runtime contract (``runtime/base.py``), run against every runtime: process (sandboxed and
+with ``--sandbox=off``) and sim."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ import pytest
 from services.kubelet.runtime.base import ContainerConfig, Runtime
 from tests.kubelet.conftest import sandbox
 
-LONG_RUNNING = ("sh", "-c", "sleep 3600")
+LONG_RUNNING = ("sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait")
+"""Stops at SIGTERM also as PID 1 of a sandbox (where a signal without a handler is ignored)."""
 
 
-@pytest.fixture(params=["process", "sim"])
+@pytest.fixture(params=["process", "unsandboxed", "sim"])
 def runtime(request: pytest.FixtureRequest) -> Runtime:
     return request.getfixturevalue(f"{request.param}_runtime")
 
@@ -24,6 +26,15 @@ def config(name: str = "main", *, attempt: int = 0) -> ContainerConfig:
 async def test_runtime_satisfies_the_protocol(runtime: Runtime) -> None:
     assert isinstance(runtime, Runtime)
     assert runtime.version.startswith(runtime.name + "://")
+
+
+async def test_runtime_says_whether_pods_are_sandboxed(runtime: Runtime) -> None:
+    """What the kubelet reads to warn a pod that runs unsandboxed: a reason exactly when a
+    process runtime is not sandboxed (sim runs nothing, so it has nothing to warn about)."""
+    sandboxed = runtime.sandboxed  # type: ignore[attr-defined]
+    reason = runtime.sandbox_unavailable_reason  # type: ignore[attr-defined]
+    assert isinstance(sandboxed, bool)
+    assert (reason is not None) == (runtime.name == "process" and not sandboxed)
 
 
 async def test_each_pod_gets_its_own_loopback_ip_and_keeps_it(runtime: Runtime) -> None:
