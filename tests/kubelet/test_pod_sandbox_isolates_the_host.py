@@ -24,8 +24,10 @@ from services.kubelet.runtime.base import (
     PodSandbox,
 )
 from services.kubelet.runtime.process import ProcessRuntime, process_start_time
+from services.kubelet.runtime.sandbox import SandboxLayout
 from tests.kubelet.conftest import run
 
+HERE = Path(__file__).resolve().parent
 POD = PodSandbox(
     uid="uid-sandboxed",
     namespace="shop",
@@ -105,19 +107,25 @@ async def test_secrets_of_the_host_are_masked(process_runtime: ProcessRuntime) -
     assert set(lines[2:]) <= allowed
 
 
-async def test_the_state_dir_is_masked(process_runtime: ProcessRuntime, tmp_path: Path) -> None:
-    # the state dir of this test lives under the host's /tmp, which the pod never sees; a
-    # volume shows the mask at work: the state dir's parent mounted into the pod at /node
+async def test_a_masked_directory_is_empty_and_read_only_inside(
+    process_runtime: ProcessRuntime,
+) -> None:
+    # a directory every clone has and the pod sees (this test's own), masked like the state dir
+    here = str(HERE)
+    process_runtime.layout = SandboxLayout(mask_dirs=(here,), keep=())
     record = await run(
-        process_runtime,
-        "sh",
-        "-c",
-        f"ls -A /node/{tmp_path.name}",
-        mounts=(Mount(host_path=str(tmp_path.parent), container_path="/node"),),
+        process_runtime, "sh", "-c", f"ls -A {here} | wc -l; touch {here}/x || echo refused"
     )
-    assert await output(process_runtime, record) != ""  # the volume is the host's directory
-    masked = process_runtime.layout.mask_dirs
-    assert str(process_runtime.state.root.absolute()) in masked and "/root" in masked
+    lines = (await output(process_runtime, record)).splitlines()
+    assert lines[0] == "0" and "refused" in lines
+
+
+def test_the_state_dirs_are_masked(tmp_path: Path) -> None:
+    kubelet_state = tmp_path / "kubelets" / "node-1"
+    assert SandboxLayout.for_state_dir(kubelet_state).mask_dirs == ("/root", str(kubelet_state))
+    (tmp_path / "kubeconfig").write_text("")  # a `kubelite up` state dir: all of it
+    masked = SandboxLayout.for_state_dir(kubelet_state).mask_dirs
+    assert masked == ("/root", str(kubelet_state), str(tmp_path))
 
 
 async def test_volumes_appear_at_their_paths_read_write_or_read_only(
