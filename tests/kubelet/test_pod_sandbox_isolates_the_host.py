@@ -235,3 +235,24 @@ async def test_unsandboxed_containers_see_the_host(unsandboxed_runtime: ProcessR
     lines = (await output(unsandboxed_runtime, record)).splitlines()
     assert lines[0] == socket.gethostname()
     assert lines[1] != "pid=1"
+
+
+async def test_a_mount_path_through_a_symlink_is_resolved_inside_the_pod(
+    process_runtime: ProcessRuntime, tmp_path: Path
+) -> None:
+    # /data/link -> /run: in the pod that is the pod's own /run, never the host's
+    data, secret = tmp_path / "data", tmp_path / "secret"
+    data.mkdir()
+    secret.mkdir()
+    (secret / "token").write_text("s3cret\n")
+    name = f"kubelite-{uuid.uuid4().hex}"
+    (data / "link").symlink_to("/run")
+    mounts = (
+        Mount(host_path=str(data), container_path="/data"),
+        Mount(host_path=str(secret), container_path=f"/data/link/{name}", read_only=True),
+    )
+    record = await run(
+        process_runtime, "sh", "-c", f"cat /data/link/{name}/token /run/{name}/token", mounts=mounts
+    )
+    assert (await output(process_runtime, record)).splitlines() == ["s3cret", "s3cret"]
+    assert not (Path("/run") / name).exists()  # the host's /run was never touched

@@ -171,10 +171,38 @@ class _Root:
     def at(self, container_path: str) -> str:
         return os.path.join(self.path, container_path.lstrip("/"))
 
+    def resolve(self, container_path: str) -> str:
+        """``container_path`` with every symlink on the way followed inside the new root (an
+        absolute target read as the container will read it), as runc's securejoin does. The
+        result names no symlink, so a mount never lands on the host's side of a link
+        (``/var/run -> /run`` would otherwise lead to the host's ``/run``)."""
+        parts = [p for p in container_path.split("/") if p not in ("", ".")]
+        done: list[str] = []
+        hops = 0
+        while parts:
+            part = parts.pop(0)
+            if part == "..":
+                if done:
+                    done.pop()
+                continue
+            link = self.at("/".join([*done, part]))
+            if not os.path.islink(link):
+                done.append(part)
+                continue
+            hops += 1
+            if hops > 40:  # the kernel's limit
+                raise SetupError(f"{container_path}: too many levels of symbolic links")
+            target = os.readlink(link)
+            if target.startswith("/"):
+                done = []
+            parts = [p for p in target.split("/") if p not in ("", ".")] + parts
+        return "/" + "/".join(done)
+
     def ensure(self, container_path: str, *, directory: bool) -> str:
-        """The mount point for ``container_path`` in the skeleton, created if missing."""
-        target = self.at(container_path)
-        if os.path.lexists(target):
+        """The mount point for ``container_path`` (symlinks resolved inside the new root) in
+        the skeleton, created if missing."""
+        target = self.at(self.resolve(container_path))
+        if os.path.exists(target):
             return target
         try:
             self._create(target, directory=directory)
@@ -241,10 +269,12 @@ def _mount_points(root: _Root, working_dir: str) -> None:
     """Create the volumes' mount points and the working directory in the host tree now, before
     the sandbox mounts anything of its own: an overlay placed later would hide those mounts."""
     wanted = [(str(m[1]), os.path.isdir(str(m[0]))) for m in root.spec["mounts"]]
+    wanted += [(path, False) for path in root.spec["etcFiles"]]
     for path, directory in [*wanted, (working_dir, True)]:
-        top = path.strip("/").split("/", 1)[0]
-        if top not in _OWN_TOP and not _under(path, "/var/tmp"):
-            root.ensure(path, directory=directory)
+        resolved = root.resolve(path)
+        top = resolved.strip("/").split("/", 1)[0]
+        if top not in _OWN_TOP and not _under(resolved, "/var/tmp"):
+            root.ensure(resolved, directory=directory)
 
 
 def _under(path: str, parent: str) -> bool:
@@ -296,7 +326,7 @@ def _masks(root: _Root) -> None:
     under the host's ``/tmp`` is not, under the pod's own ``/tmp``)."""
     kept = set(root.spec["keep"])
     for path in root.spec["maskDirs"]:
-        target = root.at(path)
+        target = root.at(root.resolve(path))
         if not os.path.isdir(target):
             continue  # not visible in the pod (under its private /tmp, say)
         mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=64k")
@@ -305,10 +335,10 @@ def _masks(root: _Root) -> None:
             kept.discard(keep)
         set_readonly(target, recursive=False)
     for keep in sorted(kept):
-        if not os.path.exists(root.at(keep)):
+        if not os.path.exists(root.at(root.resolve(keep))):
             root.bind(keep, keep, read_only=True)
     for path in root.spec["maskFiles"]:
-        target = root.at(path)
+        target = root.at(root.resolve(path))
         if os.path.isfile(target):
             mount("/dev/null", target, None, MS_BIND)
             set_readonly(target, recursive=False)
