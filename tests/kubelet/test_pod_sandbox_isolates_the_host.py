@@ -256,3 +256,13 @@ async def test_a_mount_path_through_a_symlink_is_resolved_inside_the_pod(
     )
     assert (await output(process_runtime, record)).splitlines() == ["s3cret", "s3cret"]
     assert not (Path("/run") / name).exists()  # the host's /run was never touched
+
+
+async def test_what_is_kept_shows_through_nested_masks(process_runtime: ProcessRuntime) -> None:
+    # as under `kubelite up`: the kubelet's state dir masked inside the masked up state dir,
+    # and an image's bin directory inside both kept
+    outer, inner = HERE.parent, HERE
+    process_runtime.layout = SandboxLayout(mask_dirs=(str(inner), str(outer)), keep=(str(inner),))
+    record = await run(process_runtime, "sh", "-c", f"ls -A {outer}; ls {inner} | grep -c py$")
+    lines = (await output(process_runtime, record)).splitlines()
+    assert lines[0] == inner.name and int(lines[1]) > 0

@@ -325,15 +325,19 @@ def _masks(root: _Root) -> None:
     it is still writable, or bound like a volume when it is not visible at all (a state dir
     under the host's ``/tmp`` is not, under the pod's own ``/tmp``)."""
     kept = set(root.spec["keep"])
-    for path in root.spec["maskDirs"]:
+    masked: list[str] = []
+    # outer first: a mask inside another is already hidden by it, and what is kept under both
+    # is bound into the outer one
+    for path in sorted(root.spec["maskDirs"], key=len):
         target = root.at(root.resolve(path))
-        if not os.path.isdir(target):
-            continue  # not visible in the pod (under its private /tmp, say)
+        if any(_under(path, outer) for outer in masked) or not os.path.isdir(target):
+            continue  # hidden already, or not visible in the pod (under its private /tmp, say)
         mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=64k")
         for keep in sorted(k for k in kept if _under(k, path)):
             root.bind(keep, keep, read_only=True)
             kept.discard(keep)
         set_readonly(target, recursive=False)
+        masked.append(path)
     for keep in sorted(kept):
         if not os.path.exists(root.at(root.resolve(keep))):
             root.bind(keep, keep, read_only=True)
