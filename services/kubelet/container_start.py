@@ -9,8 +9,7 @@ as in ``kuberuntime_container.go`` ``startContainer``.
 
 What it owns: ``start_container`` (the pull back-off gate, the pull by ``imagePullPolicy``, the
 container's config — env resolved from the objects the pod's sync read, mounts from its volumes
-— the runtime call, the probes of the new instance), ``wanted_config`` (that config, or the
-``ContainerConfigError`` saying why there is none) and ``watch_exit`` (one named task per
+— the runtime call, the probes of the new instance) and ``watch_exit`` (one named task per
 container that wakes the worker when the current instance exits).
 
 What it does not guarantee: a pull is not shared between pods of the node; a pull back-off is
@@ -40,7 +39,7 @@ from services.kubelet.runtime.base import (
 from services.kubelet.runtime.images import default_pull_policy
 from services.kubelet.volumes import container_mounts
 
-__all__ = ["start_container", "wanted_config", "watch_exit"]
+__all__ = ["start_container", "watch_exit"]
 
 
 def watch_exit(mem: PodMemory, record: ContainerRecord) -> None:
@@ -128,7 +127,7 @@ async def _pull(
     return image
 
 
-def wanted_config(
+def _config(
     mem: PodMemory, spec: Mapping[str, Any], *, attempt: int
 ) -> tuple[ContainerConfig, tuple[str, ...]]:
     """The config to start ``spec`` with now, and the env warnings to report; raises
@@ -162,7 +161,7 @@ async def start_container(
     if image is None:
         return
     try:
-        config, warnings = wanted_config(mem, spec, attempt=attempt)
+        config, warnings = _config(mem, spec, attempt=attempt)
     except ContainerConfigError as exc:
         mem.event("Warning", "Failed", f"Error: {exc.message}")
         st.waiting = ("CreateContainerConfigError", exc.message)
@@ -170,7 +169,6 @@ async def start_container(
         return
     for warning in warnings:
         mem.event("Warning", "InvalidEnvironmentVariableNames", warning)
-    st.started_spec = dict(spec)
     mem.event("Normal", "Created", f"Created container: {st.name}")
     try:
         record = await mem.ctx.runtime.start_container(mem.sandbox, config, image=image)

@@ -87,10 +87,6 @@ class ContainerState:
     probe_kill: str | None = None
     """Why a failed liveness/startup probe wants the current instance restarted."""
     probes: list[asyncio.Task[None]] = field(default_factory=list)
-    started_spec: dict[str, Any] | None = None
-    """The container spec the current instance was started from by this kubelet (None after a
-    restart re-adopted it): a definition change is a change of *this*, not of the env values
-    its ConfigMaps and Secrets resolve to, which a running container never sees change."""
 
     def stop_probes(self) -> None:
         for task in self.probes:

@@ -18,10 +18,11 @@ loop, from container starts and from termination keeps each rule findable:
 * **exits** follow ``restartPolicy``: Always restarts, OnFailure restarts non-zero exits, Never
   does not. The first restart is immediate, later ones wait (``CrashLoopBackOff``, event
   BackOff, ``restart_backoff.CRASH_BACKOFF``);
-* a running container whose definition changed (image, command, ...) is stopped (Killing
-  "Container X definition changed, will be restarted") and started anew — a change of the
-  values its env reads from ConfigMaps and Secrets is not one; one a liveness or startup probe
-  failed is stopped and restarted by its policy;
+* a running container whose definition changed — its image, the one container field a pod
+  update may change — is stopped (Killing "Container X definition changed, will be restarted")
+  and started anew; a change of the values its env reads from ConfigMaps and Secrets is not
+  one, before or after a kubelet restart; one a liveness or startup probe failed is stopped and
+  restarted by its policy;
 * a pod that reached Succeeded/Failed under a policy other than Always never runs again.
 
 What it does not guarantee: one step per sync — the caller syncs again when woken or at the
@@ -36,8 +37,8 @@ from typing import Any
 
 from api.meta import now_time
 from client.backoff import Backoff
-from services.kubelet.container_env import ContainerConfigError, Objects
-from services.kubelet.container_start import start_container, wanted_config
+from services.kubelet.container_env import Objects
+from services.kubelet.container_start import start_container
 from services.kubelet.object_cache import ObjectRef
 from services.kubelet.pod_memory import ContainerState, PodMemory
 from services.kubelet.pod_termination import stop_containers
@@ -163,7 +164,7 @@ async def _converge(
     deadlines: list[float],
 ) -> None:
     cur = st.current
-    changed = cur is not None and _definition_changed(mem, st, cur, spec=spec)
+    changed = cur is not None and _definition_changed(cur, spec=spec)
     if cur is not None and cur.running:
         await _converge_running(mem, st, cur, spec=spec, changed=changed, deadlines=deadlines)
     elif cur is not None:
@@ -174,23 +175,13 @@ async def _converge(
         await start_container(mem, st, spec=spec, attempt=0, deadlines=deadlines)
 
 
-def _definition_changed(
-    mem: PodMemory, st: ContainerState, cur: ContainerRecord, *, spec: Mapping[str, Any]
-) -> bool:
+def _definition_changed(cur: ContainerRecord, *, spec: Mapping[str, Any]) -> bool:
     """Whether ``cur`` runs an older definition of the container than ``spec``.
 
-    An instance this kubelet started is compared by its spec; one re-adopted after a restart
-    by the runtime's hash of its config (the env as resolved now: a referenced value that
-    changed while the kubelet was away restarts it, and an unresolvable one does not)."""
-    if st.started_spec is not None:
-        return st.started_spec != spec
-    if not cur.spec_hash:
-        return False
-    try:
-        wanted, _ = wanted_config(mem, spec, attempt=0)
-    except ContainerConfigError:
-        return False
-    return cur.spec_hash != wanted.spec_hash
+    The image is the one field of a pod's container the apiserver lets change, so it is the
+    definition; the env its ConfigMaps and Secrets resolve to is not (a running container never
+    sees those change), nor is the runtime's hash of a config, which holds resolved values."""
+    return cur.image != (spec.get("image") or "")
 
 
 async def _converge_running(

@@ -17,8 +17,9 @@ Lifecycle, as Kubernetes users know it:
 * **Exits** follow ``restartPolicy``: Always restarts, OnFailure restarts non-zero exits, Never
   does not. The first restart is immediate, later ones wait 10 s doubling to 5 min
   (``CrashLoopBackOff``, event BackOff); a container that ran 10 minutes is forgiven.
-* **Spec change**: a running container whose definition changed (image, command, ...) is stopped
-  (Killing "Container X definition changed, will be restarted") and started anew.
+* **Spec change**: a running container whose image changed (the one container field a pod
+  update may change) is stopped (Killing "Container X definition changed, will be restarted")
+  and started anew.
 * **Termination**: on ``deletionTimestamp`` every container gets SIGTERM, SIGKILL after the grace
   period (Killing "Stopping container X"); the final status (Succeeded/Failed) is written, then the
   pod object is deleted with grace 0 — the kubelet's confirmation — and the sandbox removed. A pod
