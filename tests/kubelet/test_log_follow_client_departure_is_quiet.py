@@ -92,7 +92,10 @@ async def test_a_departed_follower_is_no_error_when_the_container_stops(
     via: str, process_runtime: ProcessRuntime, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    record = await run(process_runtime, "sh", "-c", "echo first; exec sleep 3600")
+    # a TERM handler: as PID 1 of its sandbox the container would otherwise ignore SIGTERM
+    record = await run(
+        process_runtime, "sh", "-c", "trap 'exit 0' TERM; echo first; sleep 3600 & wait"
+    )
     runners = [await serve(make_server_app(OnePod(process_runtime)))]
     if via == "apiserver":
         runners.append(await _apiserver(runners[0][1]))
