@@ -266,3 +266,25 @@ async def test_what_is_kept_shows_through_nested_masks(process_runtime: ProcessR
     record = await run(process_runtime, "sh", "-c", f"ls -A {outer}; ls {inner} | grep -c py$")
     lines = (await output(process_runtime, record)).splitlines()
     assert lines[0] == inner.name and int(lines[1]) > 0
+
+
+async def test_killing_a_tty_exec_ends_its_command_inside(process_runtime: ProcessRuntime) -> None:
+    record = await start(process_runtime, "echo ready; exec sleep 3600")
+    await _logged(process_runtime, record, "ready")
+    session = await process_runtime.exec(
+        record.container_id,
+        ["sh", "-c", "trap '' HUP; echo started; sleep 3601"],  # deaf to its terminal's hang-up
+        tty=True,
+        stdin=False,
+    )
+    assert b"started" in (await session.read_output())[1]
+    await session.kill()
+    check = await process_runtime.exec(
+        record.container_id, ["sh", "-c", "ps -e -o args= | grep -c '^sleep 3601' || true"],
+        tty=False, stdin=False,
+    )  # fmt: skip
+    out = b""
+    while (chunk := await check.read_output()) != (0, b""):
+        out += chunk[1]
+    assert out.strip() == b"0"
+    await process_runtime.stop_container(record.container_id, grace_period=0)

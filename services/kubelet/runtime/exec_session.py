@@ -156,13 +156,33 @@ class ProcessExecSession:
             self._master = None
 
     async def kill(self) -> None:
+        """SIGKILL the command's process group, and those its children lead: with ``nsenter``
+        in front, a tty command is nsenter's child and leads a session of its own."""
         if self._proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self._proc.pid, signal.SIGKILL)
+            for leader in (self._proc.pid, *_children(self._proc.pid)):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(leader, signal.SIGKILL)
         await self._proc.wait()
         for task in self._readers:
             task.cancel()
         self._close_master()
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (``/proc/<pid>/task/*/children`` is not always
+    compiled in, so every ``stat`` is read: only ever on a kill)."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        if int(stat[stat.rfind(b")") + 2 :].split()[1]) == pid:
+            found.append(int(name))
+    return found
 
 
 _WITH_CTTY = (
@@ -216,6 +236,9 @@ async def start_exec(
                 stderr=slave,
                 env=dict(env),
                 cwd=cwd,
+                # nsenter leads a group with its child until the child's own setsid, so kill()
+                # reaches the command in between too
+                start_new_session=bool(enter),
             )
         except BaseException:
             os.close(master)
