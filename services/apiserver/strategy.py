@@ -106,6 +106,8 @@ def prepare_for_create(rt: ResourceType, obj: Obj) -> None:
         obj["status"] = {"phase": "Pending", "lastPhaseTransitionTime": now_time()}
     elif rt.has_status and kind not in _STATUS_ON_CREATE:
         obj["status"] = {}
+    if kind == ("apps", "DaemonSet"):
+        _set_template_generation(obj, 1)
 
 
 def _names(value: Any) -> set[str]:
@@ -156,6 +158,31 @@ def prepare_for_update(rt: ResourceType, new: Obj, old: Obj) -> None:
         meta["generation"] = generation
     else:
         meta.pop("generation", None)
+    if (rt.group, rt.kind) == ("apps", "DaemonSet"):
+        template_changed = (new.get("spec") or {}).get("template") != (
+            old.get("spec") or {}
+        ).get("template")
+        _set_template_generation(new, _template_generation(old) + int(template_changed))
+
+
+_TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"
+"""A DaemonSet's ``spec.templateGeneration`` as apps/v1 carries it: the server's to set (1 on
+create, one more whenever the template changes); the controller labels pods with it."""
+
+
+def _template_generation(obj: Obj) -> int:
+    value = (_meta(obj).get("annotations") or {}).get(_TEMPLATE_GENERATION)
+    try:
+        return int(value) if value is not None else 1
+    except ValueError:
+        return 1
+
+
+def _set_template_generation(obj: Obj, generation: int) -> None:
+    annotations = _meta(obj).get("annotations")
+    if not isinstance(annotations, dict):
+        annotations = _meta(obj)["annotations"] = {}
+    annotations[_TEMPLATE_GENERATION] = str(generation)
 
 
 def prepare_for_status_update(rt: ResourceType, new: Obj, old: Obj) -> Obj:

@@ -213,6 +213,16 @@ def _local_path_provisioner(ctx: _Context) -> RunnableController:
     )
 
 
+def _daemonset(ctx: _Context) -> RunnableController:
+    from services.controller_manager.daemonset import DaemonSetController
+
+    return DaemonSetController(
+        client=ctx.client,
+        informers=ctx.informers,
+        recorder=ctx.recorder("daemonset-controller"),
+    )
+
+
 CONTROLLERS: dict[str, Factory] = {
     "replicationcontroller": _replicationcontroller,
     "replicaset": _replicaset,
@@ -224,6 +234,7 @@ CONTROLLERS: dict[str, Factory] = {
     "serviceaccount": _serviceaccount,
     "persistentvolume-binder": _persistentvolume_binder,
     "local-path-provisioner": _local_path_provisioner,
+    "daemonset": _daemonset,
 }
 """Every controller this process can run, by its ``--controllers`` name."""
 
