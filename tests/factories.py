@@ -22,6 +22,7 @@ from services.scheduler.nodeinfo import NodeInfo, PodInfo
 __all__ = [
     "Obj",
     "container",
+    "controlled_by",
     "deployment",
     "event",
     "namespace",
@@ -34,6 +35,7 @@ __all__ = [
     "pod_info",
     "pod_template",
     "rc",
+    "replica_set",
     "sched_pod",
     "sh",
     "sleeper",
@@ -222,6 +224,38 @@ def deployment(
         "metadata": {"name": name, "labels": dict(labels)},
         "spec": {**body, **spec},
     }
+
+
+def replica_set(
+    name: str, *, replicas: int, labels: dict[str, str], owner: Obj | None = None
+) -> Obj:
+    """A ReplicaSet of one-container pods labelled ``labels``; ``owner`` (a Deployment as the
+    server returned it) becomes its controller reference."""
+    out: Obj = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {"name": name, "labels": dict(labels)},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": dict(labels)},
+            "template": pod_template(labels, container("app")),
+        },
+    }
+    return controlled_by(out, owner) if owner is not None else out
+
+
+def controlled_by(obj: Obj, owner: Obj) -> Obj:
+    """``obj`` with a controller reference to ``owner`` (as the server returned it: uid set)."""
+    ref = {
+        "apiVersion": owner["apiVersion"],
+        "kind": owner["kind"],
+        "name": owner["metadata"]["name"],
+        "uid": owner["metadata"]["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+    obj["metadata"]["ownerReferences"] = [ref]
+    return obj
 
 
 def namespace(name: str) -> Obj:
