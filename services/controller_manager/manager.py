@@ -223,6 +223,16 @@ def _daemonset(ctx: _Context) -> RunnableController:
     )
 
 
+def _disruption(ctx: _Context) -> RunnableController:
+    from services.controller_manager.disruption import DisruptionController
+
+    return DisruptionController(
+        client=ctx.client,
+        informers=ctx.informers,
+        recorder=ctx.recorder("controllermanager"),
+    )
+
+
 CONTROLLERS: dict[str, Factory] = {
     "replicationcontroller": _replicationcontroller,
     "replicaset": _replicaset,
@@ -234,6 +244,7 @@ CONTROLLERS: dict[str, Factory] = {
     "serviceaccount": _serviceaccount,
     "persistentvolume-binder": _persistentvolume_binder,
     "local-path-provisioner": _local_path_provisioner,
+    "disruption": _disruption,
     "daemonset": _daemonset,
 }
 """Every controller this process can run, by its ``--controllers`` name."""
