@@ -53,10 +53,8 @@ async def web_deployment(cluster: Cluster, *, replicas: int, pods: int) -> list[
     )
     made = []
     for i in range(pods):
-        made.append(
-            await client.create(PODS, controlled_by(pod(f"web-1-{i}", labels=WEB), rs),
-                                namespace="default")  # fmt: skip
-        )
+        member = controlled_by(pod(f"web-1-{i}", labels=WEB), rs)
+        made.append(await client.create(PODS, member, namespace="default"))
         await report(cluster, f"web-1-{i}", ready=True)
     return made
 
