@@ -182,3 +182,6 @@ async def start_container(
     st.waiting = None
     watch_exit(mem, record)
     start_probes(mem, st, spec=spec, record=record)
+    # never silently unsandboxed: one Warning per pod (the recorder aggregates the repeats)
+    if reason := getattr(mem.ctx.runtime, "sandbox_unavailable_reason", None):
+        mem.event("Warning", "Unsandboxed", f"containers run as plain host processes: {reason}")

@@ -22,6 +22,7 @@ from tests import factories
 from tests.conftest import StartApiServer
 from tests.kubectl.harness import Kubectl
 from tests.kubelet.conftest import Cluster, StartKubelet
+from tests.kubelet.pod_config import wait_event
 from tests.kubelet.pods import create_and_wait, phase
 from tests.kubelet.waits import pods_rt, wait_for_object
 
@@ -148,7 +149,7 @@ async def test_a_restarted_kubelet_still_execs_inside_its_sandboxed_pod(
     )
 
 
-async def test_sandbox_off_says_so_and_pods_see_the_host(
+async def test_sandbox_off_says_so_in_the_log_and_a_warning_and_pods_see_the_host(
     apiserver_process: StartApiServer, start_kubelet: StartKubelet, tmp_path: Path
 ) -> None:
     api = apiserver_process(store="memory://")
@@ -164,6 +165,8 @@ async def test_sandbox_off_says_so_and_pods_see_the_host(
         log = kubelet.log_path.read_text()
         assert "pods run UNSANDBOXED" in log and "--sandbox=off" in log
         await create_and_wait(c, sleeper("bare", nodeName=node), lambda p: phase(p) == "Running")
+        warning = await wait_event(c, "bare", lambda e: e.get("reason") == "Unsandboxed")
+        assert warning["type"] == "Warning" and "--sandbox=off" in warning["message"]
         k = Kubectl.on(api.url, workdir=tmp_path)
         assert exec_out(k, "bare", "hostname").strip() == socket.gethostname()
     finally:
