@@ -6,18 +6,28 @@ numbers, names (``jan``, ``mon``), ranges ``a-b``, steps ``/n`` and lists ``a,b`
 descriptors ``@yearly``/``@annually``, ``@monthly``, ``@weekly``, ``@daily``/``@midnight``,
 ``@hourly`` and ``@every <duration>``. The apiserver refuses a bad schedule with robfig's own
 words (``expected exactly 5 fields, found 1: [x]``) and kubectl shows them, so ``parse_schedule``
-raises ``ValueError`` with exactly those messages. The controller will read the parsed sets.
+raises ``ValueError`` with exactly those messages.
+
+``Schedule.next_after(t, zone=...)`` is robfig's ``Schedule.Next``: the first activation strictly
+after ``t`` (whole seconds), searched in the schedule's zone (a ``TZ=`` prefix, else ``zone``),
+or None when there is none within five years (robfig's zero time: ``0 0 30 2 *``). Day of month
+and day of week combine as robfig combines them: if either field is a wildcard (``*`` or ``?``
+without a step above 1) both must match, otherwise either may. ``@every d`` is a constant delay
+(``t`` truncated to the second, plus ``d`` truncated to the second, at least one second).
 
 Limits: a ``TZ=``/``CRON_TZ=`` prefix is parsed (its zone must exist) but Kubernetes refuses it
-in validation anyway (``timeZone`` is the field for that); ``@every`` durations are parsed with
-Go's ``time.ParseDuration`` grammar, and must be positive only as far as parsing goes.
+in validation anyway (``timeZone`` is the field for that). Daylight-saving transitions: a wall
+time that does not exist that day (spring forward) is skipped; one that happens twice (fall back)
+fires twice, as robfig's hour-by-hour walk through absolute time does.
 """
 
 from __future__ import annotations
 
 import re
 import zoneinfo
+from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta, tzinfo
 
 __all__ = ["Schedule", "parse_schedule"]
 
@@ -51,6 +61,12 @@ _DESCRIPTORS = {
 }
 
 _GO_DURATION = re.compile(r"[-+]?(?:0|(?:[0-9]*\.?[0-9]+(?:ns|us|µs|μs|ms|s|m|h))+)")
+_GO_DURATION_PART = re.compile(r"([0-9]*\.?[0-9]+)(ns|us|µs|μs|ms|s|m|h)")
+_GO_UNIT_SECONDS = {
+    "ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0,
+}  # fmt: skip
+_SEARCH_YEARS = 5
+"""robfig gives up (returns the zero time) five years after the time it starts from."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +80,67 @@ class Schedule:
     days_of_week: frozenset[int] = frozenset()
     every: str | None = None
     time_zone: str | None = None
+    any_day_of_month: bool = False
+    """The day-of-month field is a wildcard (robfig's star bit)."""
+    any_day_of_week: bool = False
+    """The day-of-week field is a wildcard (robfig's star bit)."""
+
+    def next_after(self, t: datetime, *, zone: tzinfo = UTC) -> datetime | None:
+        """The first activation after ``t`` (aware), in UTC; None if none within five years."""
+        if t.tzinfo is None:
+            raise ValueError("next_after needs an aware datetime")
+        if self.every is not None:
+            delay = max(1, int(_go_duration_seconds(self.every)))
+            return (t.replace(microsecond=0) + timedelta(seconds=delay)).astimezone(UTC)
+        tz = zoneinfo.ZoneInfo(self.time_zone) if self.time_zone else zone
+        day = t.astimezone(tz).date()
+        last = date(day.year + _SEARCH_YEARS, 12, 31)
+        while day <= last:
+            if day.month in self.months and self._day_matches(day):
+                for instant in _activations(day, tz, hours=self.hours, minutes=self.minutes):
+                    if instant > t:
+                        return instant
+            day += timedelta(days=1)
+        return None
+
+    def _day_matches(self, day: date) -> bool:
+        dom = day.day in self.days_of_month
+        dow = (day.weekday() + 1) % 7 in self.days_of_week  # cron counts from Sunday = 0
+        if self.any_day_of_month or self.any_day_of_week:
+            return dom and dow
+        return dom or dow
+
+
+def _activations(
+    day: date, tz: tzinfo, *, hours: frozenset[int], minutes: frozenset[int]
+) -> Iterator[datetime]:
+    """The day's activation instants (UTC), in time order, DST gaps skipped, folds twice."""
+    walls = (
+        datetime(day.year, day.month, day.day, h, m, tzinfo=tz)
+        for h in sorted(hours)
+        for m in sorted(minutes)
+    )
+    start = datetime(day.year, day.month, day.day, tzinfo=tz)
+    if start.utcoffset() == (start + timedelta(days=1)).utcoffset():
+        yield from (
+            w.astimezone(UTC) for w in walls
+        )  # no transition today: wall order is time order
+        return
+    instants: set[datetime] = set()
+    for wall in walls:
+        for fold in (0, 1):
+            instant = wall.replace(fold=fold).astimezone(UTC)
+            if instant.astimezone(tz).replace(tzinfo=None) == wall.replace(tzinfo=None):
+                instants.add(instant)  # a wall time in a spring-forward gap maps elsewhere
+    yield from sorted(instants)
+
+
+def _go_duration_seconds(text: str) -> float:
+    """Go's ``time.ParseDuration`` for a string ``_GO_DURATION`` accepted, in seconds."""
+    sign = -1.0 if text.startswith("-") else 1.0
+    return sign * sum(
+        float(number) * _GO_UNIT_SECONDS[unit] for number, unit in _GO_DURATION_PART.findall(text)
+    )
 
 
 def parse_schedule(spec: str) -> Schedule:
@@ -96,7 +173,7 @@ def parse_schedule(spec: str) -> Schedule:
     if len(fields) != len(_FIELDS):
         shown = "[" + " ".join(fields) + "]"
         raise ValueError(f"expected exactly 5 fields, found {len(fields)}: {shown}")
-    minutes, hours, days, months, weekdays = (
+    (minutes, _), (hours, _), (days, any_day), (months, _), (weekdays, any_weekday) = (
         _field(text, bounds) for text, bounds in zip(fields, _FIELDS, strict=True)
     )
     return Schedule(
@@ -106,20 +183,27 @@ def parse_schedule(spec: str) -> Schedule:
         months=months,
         days_of_week=weekdays,
         time_zone=time_zone,
+        any_day_of_month=any_day,
+        any_day_of_week=any_weekday,
     )
 
 
-def _field(text: str, bounds: _Bounds) -> frozenset[int]:
+def _field(text: str, bounds: _Bounds) -> tuple[frozenset[int], bool]:
+    """The field's values, and whether it is a wildcard (robfig's star bit)."""
     values: set[int] = set()
+    wildcard = False
     for expr in filter(None, text.split(",")):
-        values |= _range(expr, bounds)
-    return frozenset(values)
+        more, star = _range(expr, bounds)
+        values |= more
+        wildcard = wildcard or star
+    return frozenset(values), wildcard
 
 
-def _range(expr: str, bounds: _Bounds) -> set[int]:
+def _range(expr: str, bounds: _Bounds) -> tuple[set[int], bool]:
     range_and_step = expr.split("/")
     low_and_high = range_and_step[0].split("-")
-    if low_and_high[0] in ("*", "?"):
+    star = low_and_high[0] in ("*", "?")
+    if star:
         start, end = bounds.low, bounds.high
     else:
         start = _int_or_name(low_and_high[0], bounds.names)
@@ -145,7 +229,7 @@ def _range(expr: str, bounds: _Bounds) -> set[int]:
         raise ValueError(f"beginning of range ({start}) beyond end of range ({end}): {expr}")
     if step == 0:
         raise ValueError(f"step of range should be a positive number: {expr}")
-    return set(range(start, end + 1, step))
+    return set(range(start, end + 1, step)), star and step == 1
 
 
 def _int_or_name(text: str, names: dict[str, int] | None) -> int:
