@@ -21,11 +21,13 @@ application never loses more pods at once than its budget allows. As Kubernetes'
    in ``disruptedPods`` with the time (so the controller does not count it as healthy while it
    goes), and the ``DisruptionAllowed`` condition set ``False`` when none are left; a concurrent
    eviction that wins the race makes this one re-read the budget and check again.
-5. Then the pod is deleted with the Eviction's ``deleteOptions``.
+5. Then the pod gets the condition ``DisruptionTarget`` True (reason ``EvictionByEvictionAPI``,
+   "Eviction API: evicting"), as Kubernetes adds it since 1.26, and is deleted with the
+   Eviction's ``deleteOptions`` (a ``resourceVersion`` precondition is moved to the version
+   that condition wrote, as Kubernetes does).
 
-Limits: the pod is deleted without the ``DisruptionTarget`` condition Kubernetes adds first;
-a dry-run eviction checks the budget and writes nothing; the budget's ``disruptedPods`` is
-cleaned by the disruption controller (which comes later), not here.
+Limits: a dry-run eviction checks the budget and writes nothing; the budget's
+``disruptedPods`` is cleaned by the disruption controller, not here.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from api.errors import BadRequest, Forbidden, StatusError, TooManyRequests
-from api.meta import now_time
+from api.meta import DeleteOptions, now_time
 from api.policy import DISRUPTION_BUDGET_CAUSE
 from api.registry import REGISTRY
 from api.selectors import label_selector_from_dict
@@ -61,6 +63,9 @@ MORE_THAN_ONE_BUDGET = (
 )
 PROCESSING_RETRY_AFTER = 10
 """Seconds Kubernetes suggests waiting for a budget the disruption controller has not seen."""
+DISRUPTION_TARGET = "DisruptionTarget"
+EVICTION_CONDITION = {"reason": "EvictionByEvictionAPI", "message": "Eviction API: evicting"}
+"""The pod condition an eviction adds before deleting (``DisruptionTarget``'s reason/message)."""
 MAX_DISRUPTED_PODS = 2000
 """``MaxDisruptedPodSize``: evictions the controller has not confirmed, beyond which all wait."""
 
@@ -107,8 +112,57 @@ async def evict(request: web.Request, ctx: ApiContext, target: Target) -> web.Re
         if budgets and not _unhealthy_may_go(pod, budgets[0]):
             await _take_one_disruption(ctx, budgets[0], pod_name=name, dry_run=dry_run)
     if not dry_run:
+        options = await _mark_disruption_target(ctx, target, options)
         await delete_object(ctx, target.rt, namespace, name, options)
     return _success()
+
+
+async def _mark_disruption_target(
+    ctx: ApiContext, target: Target, options: DeleteOptions
+) -> DeleteOptions:
+    """Put ``DisruptionTarget`` on the pod before it is deleted (``addConditionAndDeletePod``);
+    the delete options with a ``resourceVersion`` precondition moved to the written version."""
+    storage = ctx.storage(target.rt)
+    pre = options.preconditions
+
+    async def mutate(current: Obj) -> Obj | None:
+        meta = current["metadata"]
+        if pre is not None and pre.uid and pre.uid != meta.get("uid"):
+            raise storage.conflict(
+                str(target.name),
+                f"Precondition failed: UID in precondition: {pre.uid}, UID in object meta: "
+                f"{meta.get('uid')}",
+            )
+        if (
+            pre is not None
+            and pre.resource_version
+            and pre.resource_version != meta.get("resourceVersion")
+        ):
+            raise storage.conflict(
+                str(target.name),
+                "Precondition failed: ResourceVersion in precondition: "
+                f"{pre.resource_version}, ResourceVersion in object meta: "
+                f"{meta.get('resourceVersion')}",
+            )
+        new = copy.deepcopy(current)
+        status = new.setdefault("status", {})
+        conditions = [c for c in status.get("conditions") or [] if isinstance(c, dict)]
+        existing = next((c for c in conditions if c.get("type") == DISRUPTION_TARGET), None)
+        wanted = {"type": DISRUPTION_TARGET, "status": "True"} | EVICTION_CONDITION
+        if existing is None:
+            conditions.append({**wanted, "lastTransitionTime": now_time()})
+        else:
+            if existing.get("status") != "True":
+                existing["lastTransitionTime"] = now_time()
+            existing.update(wanted)
+        status["conditions"] = conditions
+        return new
+
+    written = await storage.guaranteed_update(target.namespace, str(target.name), mutate)
+    if pre is None or not pre.resource_version:
+        return options
+    moved = pre.model_copy(update={"resource_version": written.obj["metadata"]["resourceVersion"]})
+    return options.model_copy(update={"preconditions": moved})
 
 
 def _can_ignore_budgets(pod: Obj) -> bool:

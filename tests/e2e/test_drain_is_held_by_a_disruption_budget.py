@@ -4,9 +4,10 @@ A whole cluster of real processes (``kubelite up``'s command lines, two process-
 kubelets): Deployment ``web`` runs its 2 pods on node1 (node2 is cordoned while they start),
 and a budget says 2 must stay available. Draining node1 evicts through ``pods/eviction``;
 the disruption controller's status allows nothing, so the apiserver answers 429 and kubectl
-keeps retrying every 5 s. Scaling the Deployment to 4 puts two more pods on node2 (node1 is
+keeps retrying every 5 s (no pod is marked ``DisruptionTarget`` meanwhile). Scaling the Deployment to 4 puts two more pods on node2 (node1 is
 cordoned by the drain); once they are Ready the budget allows 2 disruptions, both evictions
-go through and the drain ends with node1 empty of web pods.
+go through (each pod marked ``DisruptionTarget`` / ``EvictionByEvictionAPI`` first) and the
+drain ends with node1 empty of web pods.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(300)]
 Obj = dict[str, Any]
 
 PDBS = REGISTRY.require("policy", "PodDisruptionBudget")
+DISRUPTION_TARGET = ("DisruptionTarget", "True", "EvictionByEvictionAPI")
 VIOLATES = "Cannot evict pod as it would violate the pod's disruption budget."
 DRAIN_WITHIN = 180.0
 """The whole drain: a few 5 s retries, two replacements starting, two pods stopping."""
@@ -121,11 +123,21 @@ async def test_drain_waits_for_the_budget_then_finishes(cluster: Cluster, tmp_pa
             if "(will retry after 5s): " + VIOLATES in line:
                 held.set()
 
+    targeted: set[str] = set()  # pods seen carrying the condition evictions add
+
+    def note_target(pod: Obj) -> None:
+        for c in (pod.get("status") or {}).get("conditions") or []:
+            if (c.get("type"), c.get("status"), c.get("reason")) == DISRUPTION_TARGET:
+                targeted.add(pod["metadata"]["name"])
+
+    cluster.pods.add_handler(on_update=lambda _old, new: note_target(new))
+    evicted = {p["metadata"]["name"] for p in web_pods_on(cluster, "node1")}
     reader = asyncio.create_task(read_output(), name="kubectl drain output")
     try:
         await asyncio.wait_for(held.wait(), WITHIN)
         # held: both pods still on node1, the node cordoned
         assert len(web_pods_on(cluster, "node1")) == 2
+        assert not targeted
         node1 = await cluster.client.get(REGISTRY.require("", "Node"), "node1")
         assert node1["spec"].get("unschedulable") is True
 
@@ -152,6 +164,7 @@ async def test_drain_waits_for_the_budget_then_finishes(cluster: Cluster, tmp_pa
         within=WITHIN,
         what="4 Ready web pods, all on node2",
     )
+    assert targeted == evicted  # each evicted pod got DisruptionTarget before it went
     status = await budget_settles(cluster, allowed=2, healthy=4)
     assert (status["desiredHealthy"], status["expectedPods"]) == (2, 4)
 
