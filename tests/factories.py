@@ -25,6 +25,7 @@ __all__ = [
     "controlled_by",
     "deployment",
     "event",
+    "job",
     "namespace",
     "nginx_rc",
     "node",
@@ -38,6 +39,7 @@ __all__ = [
     "replica_set",
     "sched_pod",
     "sh",
+    "sim_exit",
     "sleeper",
     "storage_class",
     "yaml_of",
@@ -395,6 +397,30 @@ def pod_disruption_budget(name: str, *, selector: dict[str, str], **spec: Any) -
         "kind": "PodDisruptionBudget",
         "metadata": {"name": name},
         "spec": {"selector": {"matchLabels": dict(selector)}, **spec},
+    }
+
+
+def sim_exit(code: int, *, name: str = "main", image: str = "busybox", after: float = 0) -> Obj:
+    """A container the ``sim`` runtime ends by itself with exit ``code`` after ``after`` s."""
+    env = [{"name": "KUBELITE_SIM_EXIT_CODE", "value": str(code)}]
+    if after:
+        env.append({"name": "KUBELITE_SIM_RUN_SECONDS", "value": str(after)})
+    return container(name, image, env=env)
+
+
+def job(name: str, *containers: Obj, **spec: Any) -> Obj:
+    """A batch/v1 Job running ``containers`` once (``restartPolicy: Never``); ``spec`` keys
+    (``completions``, ``parallelism``, ``backoffLimit``, ...) as Kubernetes spells them."""
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name},
+        "spec": {
+            "template": {
+                "spec": {"restartPolicy": "Never", "containers": list(containers or [sim_exit(0)])}
+            },
+            **spec,
+        },
     }
 
 

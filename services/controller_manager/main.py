@@ -54,6 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--concurrent-deployment-syncs", type=int, default=5)
     w.add_argument("--concurrent-gc-syncs", type=int, default=20)
     w.add_argument("--concurrent-namespace-syncs", type=int, default=10)
+    w.add_argument("--concurrent-job-syncs", type=int, default=5)
+    w.add_argument("--concurrent-ttl-after-finished-syncs", type=int, default=5)
     n = p.add_argument_group("node lifecycle")
     n.add_argument(
         "--node-monitor-grace-period",
@@ -101,6 +103,8 @@ def parse_args(argv: Sequence[str]) -> tuple[ServiceOptions, argparse.Namespace]
             concurrent_deployment_syncs=args.concurrent_deployment_syncs,
             concurrent_gc_syncs=args.concurrent_gc_syncs,
             concurrent_namespace_syncs=args.concurrent_namespace_syncs,
+            concurrent_job_syncs=args.concurrent_job_syncs,
+            concurrent_ttl_after_finished_syncs=args.concurrent_ttl_after_finished_syncs,
             node_monitor_grace_period=args.node_monitor_grace_period,
             node_startup_grace_period=args.node_startup_grace_period,
             node_eviction_rate=args.node_eviction_rate,

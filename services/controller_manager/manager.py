@@ -77,6 +77,8 @@ class ManagerOptions:
     concurrent_deployment_syncs: int = 5
     concurrent_gc_syncs: int = 20
     concurrent_namespace_syncs: int = 10
+    concurrent_job_syncs: int = 5
+    concurrent_ttl_after_finished_syncs: int = 5
     node_monitor_grace_period: float = 40.0
     node_startup_grace_period: float = 60.0
     node_eviction_rate: float = 0.1
@@ -233,6 +235,27 @@ def _disruption(ctx: _Context) -> RunnableController:
     )
 
 
+def _job(ctx: _Context) -> RunnableController:
+    from services.controller_manager.job import JobController
+
+    return JobController(
+        client=ctx.client,
+        informers=ctx.informers,
+        recorder=ctx.recorder("job-controller"),
+        workers=ctx.options.concurrent_job_syncs,
+    )
+
+
+def _ttl_after_finished(ctx: _Context) -> RunnableController:
+    from services.controller_manager.ttl_after_finished import TTLAfterFinishedController
+
+    return TTLAfterFinishedController(
+        client=ctx.client,
+        informers=ctx.informers,
+        workers=ctx.options.concurrent_ttl_after_finished_syncs,
+    )
+
+
 CONTROLLERS: dict[str, Factory] = {
     "replicationcontroller": _replicationcontroller,
     "replicaset": _replicaset,
@@ -244,6 +267,8 @@ CONTROLLERS: dict[str, Factory] = {
     "serviceaccount": _serviceaccount,
     "persistentvolume-binder": _persistentvolume_binder,
     "local-path-provisioner": _local_path_provisioner,
+    "job": _job,
+    "ttl-after-finished": _ttl_after_finished,
     "disruption": _disruption,
     "daemonset": _daemonset,
 }

@@ -2,7 +2,10 @@
 
 Every image "pulls" at once, every container is Running ``start_delay`` seconds after it is
 started (on the event loop's clock, so virtual time drives tests) and keeps running until it is
-stopped, when it ends with exit code 0. Pod IPs still come from a per-node loopback range so
+stopped, when it ends with exit code 143 (as a process ended by SIGTERM). A container whose env
+sets ``KUBELITE_SIM_EXIT_CODE`` ends by itself with that code (0 is ``Completed``, anything else
+``Error``) after ``KUBELITE_SIM_RUN_SECONDS`` (default 0): how tests and benchmarks make pods run
+to completion or fail without processes. Pod IPs still come from a per-node loopback range so
 ``podIP`` looks right, but nothing binds them. No logs (empty), exec runs nothing and exits 0.
 
 Cheap by design: a record and a future per container, no tasks, no files — one kubelet process
@@ -25,6 +28,13 @@ from services.kubelet.runtime.ipam import PodIPAllocator
 __all__ = ["SimExecSession", "SimRuntime"]
 
 VERSION = "0.1.0"
+
+EXIT_CODE_ENV = "KUBELITE_SIM_EXIT_CODE"
+"""A container with this env var ends by itself with this exit code."""
+RUN_SECONDS_ENV = "KUBELITE_SIM_RUN_SECONDS"
+"""How long such a container runs first (seconds, default 0)."""
+STOPPED_EXIT_CODE = 143
+"""What a stopped container reports: a process that died of SIGTERM."""
 
 
 class SimExecSession:
@@ -121,21 +131,29 @@ class SimRuntime:
             spec_hash=config.spec_hash,
         )
         self._records[record.container_id] = record
-        self._exited[record.container_id] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        self._exited[record.container_id] = loop.create_future()
+        exit_code = config.env.get(EXIT_CODE_ENV)
+        if exit_code is not None:
+            run_for = float(config.env.get(RUN_SECONDS_ENV) or 0)
+            loop.call_later(run_for, self._end, record.container_id, int(exit_code))
         return record
+
+    def _end(self, container_id: str, exit_code: int) -> None:
+        record, done = self._records.get(container_id), self._exited.get(container_id)
+        if record is None or done is None or done.done():
+            return
+        record.finished_at = time.time()
+        record.exit_code = exit_code
+        record.reason = "Completed" if exit_code == 0 else "Error"
+        done.set_result(record)
 
     async def wait_container(self, container_id: str) -> ContainerRecord:
         return await asyncio.shield(self._exited[container_id])
 
     async def stop_container(self, container_id: str, *, grace_period: float) -> ContainerRecord:
-        record = self._records[container_id]
-        done = self._exited[container_id]
-        if not done.done():
-            record.finished_at = time.time()
-            record.exit_code = 0
-            record.reason = "Completed"
-            done.set_result(record)
-        return record
+        self._end(container_id, STOPPED_EXIT_CODE)
+        return self._records[container_id]
 
     async def exec(
         self, container_id: str, command: list[str], *, tty: bool, stdin: bool
