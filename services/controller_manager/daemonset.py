@@ -12,7 +12,9 @@ follows ``pkg/controller/daemon/daemon_controller.go`` and ``update.go``; ``sync
    ``daemonset_placement.node_should_run`` decides: create a pod where one should run and none
    is; delete pods where none may continue; keep one pod per node (two while surging: the
    oldest new and the oldest old); delete failed pods with a per-node back-off (1 s doubling
-   to 15 min, a ``FailedDaemonPod`` warning each time); delete pods whose node is gone.
+   to 15 min, a ``FailedDaemonPod`` warning each time); delete pods whose node is gone — at
+   once (grace period 0), since no kubelet will confirm them: Kubernetes leaves that to its
+   pod garbage collector, which kubelite does not have.
    Creations go in slow-start batches, at most ``burst_replicas`` per sync.
 3. **RollingUpdate** (``daemonset_update``), once every earlier create and delete has been
    observed (expectations, as the replica-set controller keeps them): delete old pods and
