@@ -288,3 +288,33 @@ async def test_killing_a_tty_exec_ends_its_command_inside(process_runtime: Proce
         out += chunk[1]
     assert out.strip() == b"0"
     await process_runtime.stop_container(record.container_id, grace_period=0)
+
+
+UNDO = (
+    "mount -o remount,rw /etc 2>/dev/null || echo no-remount; "
+    "umount /etc/shadow 2>/dev/null || echo no-umount; "
+    "mknod /tmp/disk b 8 0 2>/dev/null || echo no-mknod; "
+    "grep CapBnd /proc/self/status"
+)
+
+
+async def test_root_in_the_container_cannot_undo_the_sandbox(
+    process_runtime: ProcessRuntime,
+) -> None:
+    record = await start(process_runtime, UNDO + "; exec sleep 3600")
+    await _logged(process_runtime, record, "CapBnd")
+    assert record.log_path is not None
+    started = record.log_path.read_text()
+    session = await process_runtime.exec(
+        record.container_id, ["sh", "-c", UNDO], tty=False, stdin=False
+    )
+    execed = b""
+    while (chunk := await session.read_output()) != (0, b""):
+        execed += chunk[1]
+    await session.wait()
+    for text in (started, execed.decode()):
+        assert "no-remount" in text and "no-umount" in text and "no-mknod" in text
+    # the container and an exec into it hold the same capabilities: Docker's default set
+    # less mknod (chown ... setfcap, 0xa80425fb less bit 27)
+    assert "CapBnd:\t00000000a00425fb" in started and "CapBnd:\t00000000a00425fb" in execed.decode()
+    await process_runtime.stop_container(record.container_id, grace_period=0)

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from services.kubelet.runtime.base import ContainerConfig, PodSandbox
+from services.kubelet.runtime.sandbox_setup import CAPABILITIES
 
 __all__ = [
     "CLUSTER_DOMAIN",
@@ -119,12 +120,17 @@ def hosts_file(sandbox: PodSandbox, ip: str) -> str:
 
 def nsenter_argv(pid: int, *, cwd: str | None) -> list[str]:
     """Run what follows in the mount, UTS, IPC and PID namespaces of the process ``pid`` (a
-    container's PID 1), at ``cwd`` inside it (util-linux ``nsenter``: one fork and exec, a few
-    milliseconds, against a Python ``setns`` prelude's interpreter start)."""
+    container's PID 1), at ``cwd`` inside it, with the container's capabilities (util-linux
+    ``nsenter`` and ``setpriv``: a fork and two execs, a few milliseconds, against a Python
+    ``setns`` prelude's interpreter start)."""
     # nsenter opens --wd's path before it enters: name the directory through the container's
     # root as the host sees it (/proc/<pid>/root), so it is the container's directory
     where = f"--wd=/proc/{pid}/root{cwd or '/'}"
-    return ["nsenter", "-t", str(pid), "-m", "-u", "-i", "-p", "--root", where, "--"]
+    caps = ",".join(["-all", *(f"+{name}" for name in CAPABILITIES)])
+    return [
+        "nsenter", "-t", str(pid), "-m", "-u", "-i", "-p", "--root", where, "--",
+        "setpriv", f"--bounding-set={caps}", "--",
+    ]  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)

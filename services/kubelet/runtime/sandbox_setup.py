@@ -25,7 +25,14 @@ What ``enter(spec)`` builds, in this order (a later mount may sit on an earlier 
 5. the volumes, in order, read-only where asked (their mount points, and the working directory,
    were created right after step 1, so that an overlay needed for one hides none of the above);
 6. ``pivot_root`` into the skeleton (runc's ``pivot_root(".", ".")``), the old root detached,
-   the skeleton itself made read-only; the hostname set; the working directory entered.
+   the skeleton itself made read-only; the hostname set; the working directory entered;
+7. every capability outside ``CAPABILITIES`` (Docker's default set less ``CAP_MKNOD``) dropped
+   from the bounding set, so even a root container cannot remount its read-only mounts
+   writable, unmount a mask (``CAP_SYS_ADMIN``), make device nodes for the host's disks
+   (``CAP_MKNOD``; there is no device cgroup), load modules or change the host's network.
+
+Mount paths are resolved inside the new root (symlinks followed as the container will follow
+them), so a mount never lands on the host's side of a link.
 
 A mount point that does not exist is created: in the skeleton or a writable directory simply;
 under a read-only host directory by an overlay on its nearest existing ancestor (the host
@@ -33,9 +40,10 @@ directory as the lower layer, the instance's directory as the upper), made read-
 the mount point is in place. Limit: an overlay shows its lower directory's own filesystem only,
 so host mounts *below* that ancestor are hidden inside the pod.
 
-Not guaranteed: a root container can still reach the host through the shared network namespace,
-the host's ``/sys`` (read-only) and ptrace of host processes it can see (none: the PID
-namespace hides them). No user namespace, no seccomp, no capabilities dropped.
+Not guaranteed: a root container still shares the host's network namespace (raw sockets
+included) and reads the host's ``/sys``; its user ids are the host's (no user namespace) and
+there is no seccomp filter — a sandbox against accidents and careless images, not a security
+boundary against a hostile one.
 """
 
 from __future__ import annotations
@@ -93,6 +101,16 @@ SYS_MOUNT_SETATTR = 442
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
+CAPABILITIES = {
+    "chown": 0, "dac_override": 1, "fowner": 3, "fsetid": 4, "kill": 5, "setgid": 6,
+    "setuid": 7, "setpcap": 8, "net_bind_service": 10, "net_raw": 13, "sys_chroot": 18,
+    "audit_write": 29, "setfcap": 31,
+}  # fmt: skip
+"""What a container keeps (name -> number in ``linux/capability.h``): Docker's default set
+without ``mknod``. ``nsenter_argv`` gives an exec the same set."""
+PR_CAPBSET_DROP = 24
+
+
 class _MountAttr(ctypes.Structure):
     _fields_ = [
         ("attr_set", ctypes.c_uint64),
@@ -144,6 +162,17 @@ def pivot_root(new_root: str, put_old: str) -> None:
     if number is None:
         raise SetupError(f"pivot_root: unknown syscall number on {machine}")
     _check(_libc.syscall(number, _b(new_root), _b(put_old)), "pivot_root")
+
+
+def drop_capabilities() -> None:
+    """Drop every capability outside ``CAPABILITIES`` from the bounding set: after exec even
+    root holds no more than that."""
+    with open("/proc/sys/kernel/cap_last_cap") as fh:
+        last = int(fh.read())
+    keep = set(CAPABILITIES.values())
+    for cap in range(last + 1):
+        if cap not in keep:
+            _check(_libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0), f"drop capability {cap}")
 
 
 def sethostname(name: str) -> None:
@@ -380,6 +409,7 @@ def enter(spec: SandboxSpec) -> None:
         _pivot(root)
         sethostname(spec["hostname"])
         os.chdir(working_dir)
+        drop_capabilities()
     except OSError as exc:
         raise SetupError(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")) from None
 
