@@ -424,6 +424,23 @@ def job(name: str, *containers: Obj, **spec: Any) -> Obj:
     }
 
 
+def cron_job(name: str, *, schedule: str, labels: dict[str, str] | None = None, **spec: Any) -> Obj:
+    """A batch/v1 CronJob on ``schedule`` whose Jobs run one ``sim_exit(0)`` container and
+    carry ``labels``; ``spec`` keys (``concurrencyPolicy``, ``timeZone``, ...) as Kubernetes
+    spells them."""
+    template = job("unused", sim_exit(0))
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": {"name": name},
+        "spec": {
+            "schedule": schedule,
+            "jobTemplate": {"metadata": {"labels": dict(labels or {})}, "spec": template["spec"]},
+            **spec,
+        },
+    }
+
+
 def pod_info(name: str = "p", **kw: Any) -> PodInfo:
     """A scheduler ``PodInfo`` of ``sched_pod(name, **kw)``."""
     return PodInfo(sched_pod(name, **kw))
