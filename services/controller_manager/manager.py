@@ -256,6 +256,14 @@ def _ttl_after_finished(ctx: _Context) -> RunnableController:
     )
 
 
+def _cronjob(ctx: _Context) -> RunnableController:
+    from services.controller_manager.cronjob import CronJobController
+
+    return CronJobController(
+        client=ctx.client, informers=ctx.informers, recorder=ctx.recorder("cronjob-controller")
+    )
+
+
 CONTROLLERS: dict[str, Factory] = {
     "replicationcontroller": _replicationcontroller,
     "replicaset": _replicaset,
@@ -269,6 +277,7 @@ CONTROLLERS: dict[str, Factory] = {
     "local-path-provisioner": _local_path_provisioner,
     "job": _job,
     "ttl-after-finished": _ttl_after_finished,
+    "cronjob": _cronjob,
     "disruption": _disruption,
     "daemonset": _daemonset,
 }
