@@ -235,6 +235,16 @@ def _disruption(ctx: _Context) -> RunnableController:
     )
 
 
+def _statefulset(ctx: _Context) -> RunnableController:
+    from services.controller_manager.statefulset import StatefulSetController
+
+    return StatefulSetController(
+        client=ctx.client,
+        informers=ctx.informers,
+        recorder=ctx.recorder("statefulset-controller"),
+    )
+
+
 def _job(ctx: _Context) -> RunnableController:
     from services.controller_manager.job import JobController
 
@@ -278,6 +288,7 @@ CONTROLLERS: dict[str, Factory] = {
     "job": _job,
     "ttl-after-finished": _ttl_after_finished,
     "cronjob": _cronjob,
+    "statefulset": _statefulset,
     "disruption": _disruption,
     "daemonset": _daemonset,
 }

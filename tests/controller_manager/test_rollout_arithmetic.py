@@ -237,7 +237,9 @@ def test_controllers_flag_and_durations() -> None:
     all_but_one = enabled_controllers(["*", "-nodelifecycle"])
     assert all_but_one == [name for name in CONTROLLERS if name != "nodelifecycle"]
     assert all_but_one[:3] == ["replicationcontroller", "replicaset", "deployment"]
-    assert {"garbagecollector", "persistentvolume-binder", "disruption"} <= set(all_but_one)
+    assert {"garbagecollector", "persistentvolume-binder", "disruption", "statefulset"} <= set(
+        all_but_one
+    )
     assert enabled_controllers(["replicaset"]) == ["replicaset"]
     with pytest.raises(ValueError, match="unknown controller"):
         ManagerOptions(controllers=("bogus",))
