@@ -14,7 +14,8 @@ into ``data`` and dropped, as the v1 conversion does), PersistentVolume
 (``persistentVolumeReclaimPolicy: Retain``, ``volumeMode: Filesystem``, ``phase: Pending``),
 PersistentVolumeClaim (``volumeMode``, ``phase: Pending``), StorageClass
 (``reclaimPolicy: Delete``, ``volumeBindingMode: Immediate``), DaemonSet and StatefulSet
-(``pkg/apis/apps/v1/defaults.go``), Job and CronJob (``pkg/apis/batch/v1/defaults.go``; a new
+(``pkg/apis/apps/v1/defaults.go``), Endpoints and EndpointSlice ports (``protocol: TCP``; a
+slice port's ``name: ""``), Job and CronJob (``pkg/apis/batch/v1/defaults.go``; a new
 Job also gets the selector and template labels the job strategy generates, which needs the uid
 the apiserver has set by then: ``api.batch.generate_job_selector``), plus what admission adds to new
 pods in a stock cluster: ``DefaultTolerationSeconds`` (the not-ready/unreachable tolerations, 300 s),
@@ -437,6 +438,18 @@ def _node(obj: dict[str, Any]) -> None:
         status["allocatable"] = dict(status["capacity"])
 
 
+def _endpoints(obj: dict[str, Any]) -> None:
+    for subset in _dicts(obj.get("subsets")):
+        for port in _dicts(subset.get("ports")):
+            port.setdefault("protocol", "TCP")
+
+
+def _endpoint_slice(obj: dict[str, Any]) -> None:
+    for port in _dicts(obj.get("ports")):
+        port.setdefault("name", "")
+        port.setdefault("protocol", "TCP")
+
+
 _MODELS: dict[str, type[KubeModel]] = {
     rt.kind: rt.model
     for rt in REGISTRY
@@ -459,4 +472,6 @@ _BY_KIND: dict[str, Callable[[dict[str, Any]], None]] = {
     "StatefulSet": _stateful_set,
     "Job": _job,
     "CronJob": _cron_job,
+    "Endpoints": _endpoints,
+    "EndpointSlice": _endpoint_slice,
 }

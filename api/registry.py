@@ -22,6 +22,8 @@ from api.batch import CronJob, Job
 from api.config import ConfigMap, Secret, ServiceAccount
 from api.coordination import Lease
 from api.core import Binding, Event, Namespace, Node, Pod, ReplicationController
+from api.discovery import EndpointSlice
+from api.endpoints import Endpoints
 from api.persistentvolumes import PersistentVolume, PersistentVolumeClaim
 from api.policy import PodDisruptionBudget
 from api.storage import StorageClass
@@ -376,6 +378,16 @@ REGISTRY: Registry = Registry(
         ResourceType(
             group="",
             version="v1",
+            kind="Endpoints",
+            plural="endpoints",
+            singular="endpoints",
+            namespaced=True,
+            model=Endpoints,
+            short_names=("ep",),
+        ),
+        ResourceType(
+            group="",
+            version="v1",
             kind="Binding",
             plural="bindings",
             singular="binding",
@@ -475,6 +487,15 @@ REGISTRY: Registry = Registry(
             model=PodDisruptionBudget,
             short_names=("pdb",),
             subresources=(_status("PodDisruptionBudget"),),
+        ),
+        ResourceType(
+            group="discovery.k8s.io",
+            version="v1",
+            kind="EndpointSlice",
+            plural="endpointslices",
+            singular="endpointslice",
+            namespaced=True,
+            model=EndpointSlice,
         ),
         ResourceType(
             group="coordination.k8s.io",

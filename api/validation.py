@@ -15,9 +15,12 @@ node addresses and the kubelet port (``api.addresses``), leases, events, ConfigM
 keys, base64, sizes and per-type keys (``ValidateConfigMap``/``ValidateSecret``), StorageClass,
 PersistentVolume and PersistentVolumeClaim specs, DaemonSet/StatefulSet strategies, Job specs
 and their generated selectors, CronJob schedules (``api.cron``) and time zones (``zoneinfo``),
-PodDisruptionBudget specs, and for updates the immutable fields (``immutable: true`` contents,
+PodDisruptionBudget specs, Endpoints subsets and EndpointSlices (addresses, ports,
+protocols; loopback addresses allowed, unlike Kubernetes: kubelite's pods live on 127.0.0.0/8),
+and for updates the immutable fields (``immutable: true`` contents,
 a Secret's type, StorageClass parameters, PV sources, PVC specs, a Job's selector and template,
-a StatefulSet's spec beyond replicas/template/strategy, a ControllerRevision's data). Semantic checks read the dict defensively, and a cause under a path pydantic
+a StatefulSet's spec beyond replicas/template/strategy, a ControllerRevision's data, an
+EndpointSlice's addressType). Semantic checks read the dict defensively, and a cause under a path pydantic
 already reported is dropped, so one mistake gives one cause.
 
 Messages follow Kubernetes' ``field.Error`` wording (``Required value``, ``Invalid value: "x":
@@ -33,6 +36,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import ipaddress
 import json
 import re
 import types
@@ -50,6 +54,7 @@ from api.batch import (
     LEGACY_JOB_NAME_LABEL,
 )
 from api.cron import parse_schedule
+from api.discovery import ADDRESS_TYPES, MAX_ENDPOINTS_PER_SLICE
 from api.errors import BadRequest, Cause
 from api.meta import parse_time
 from api.names import (
@@ -1140,6 +1145,162 @@ def _pod_disruption_budget(obj: dict[str, Any]) -> list[Cause]:
     return causes
 
 
+# -- endpoints and endpoint slices -----------------------------------------------------------
+# pkg/apis/core/validation ValidateEndpoints and pkg/apis/discovery/validation, with one
+# deliberate difference: kubelite's pod addresses are loopback addresses (DESIGN.md §6), so
+# the "may not be in the loopback range" rule is not applied.
+
+_PROTOCOLS = ("SCTP", "TCP", "UDP")
+_MAX_SLICE_ADDRESSES = 100
+_MAX_SLICE_PORTS = 20000
+
+
+def _too_many(field: str, count: int, limit: int) -> Cause:
+    return {
+        "reason": "FieldValueTooMany",
+        "message": f"Too many: {count}: must have at most {limit} items",
+        "field": field,
+    }
+
+
+def _special_ip(field: str, ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> list[Cause]:
+    """``ValidateNonSpecialIP`` less its loopback rule (see above)."""
+    text = str(ip)
+    if ip.is_unspecified:
+        return [invalid(field, text, f"may not be unspecified ({text})")]
+    if ip.is_link_local:
+        return [invalid(field, text, "may not be in the link-local range (169.254.0.0/16, fe80::/10)")]  # fmt: skip
+    if ip in ipaddress.ip_network("224.0.0.0/24") or ip in ipaddress.ip_network("ff02::/10"):
+        return [invalid(field, text, "may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)")]  # fmt: skip
+    return []
+
+
+def _endpoint_ip(field: str, value: Any) -> list[Cause]:
+    try:
+        ip = ipaddress.ip_address(value if isinstance(value, str) else "")
+    except ValueError:
+        return [invalid(field, value, "must be a valid IP address")]
+    return _special_ip(field, ip)
+
+
+def _endpoint_address(field: str, addr: dict[str, Any]) -> list[Cause]:
+    causes = _endpoint_ip(f"{field}.ip", addr.get("ip"))
+    if isinstance(addr.get("hostname"), str) and addr["hostname"]:
+        causes += _dns_label(f"{field}.hostname", addr["hostname"])
+    if isinstance(addr.get("nodeName"), str) and addr["nodeName"]:
+        causes += _dns_subdomain(f"{field}.nodeName", addr["nodeName"])
+    return causes
+
+
+def _protocol(field: str, protocol: Any) -> list[Cause]:
+    if not protocol:
+        return [required(field)]
+    if protocol not in _PROTOCOLS:
+        return [not_supported(field, protocol, _PROTOCOLS)]
+    return []
+
+
+def _endpoints_port(field: str, port: dict[str, Any], *, name_required: bool) -> list[Cause]:
+    causes: list[Cause] = []
+    name = port.get("name")
+    if name_required and not name:
+        causes.append(required(f"{field}.name"))
+    elif isinstance(name, str) and name:
+        causes += _dns_label(f"{field}.name", name)
+    if _is_int(port.get("port")) and not 1 <= port["port"] <= 65535:
+        causes.append(invalid(f"{field}.port", port["port"], "must be between 1 and 65535, inclusive"))  # fmt: skip
+    causes += _protocol(f"{field}.protocol", port.get("protocol"))
+    if isinstance(port.get("appProtocol"), str):
+        causes += _qualified_name(f"{field}.appProtocol", port["appProtocol"])
+    return causes
+
+
+def _endpoints(obj: dict[str, Any]) -> list[Cause]:
+    causes: list[Cause] = []
+    for i, subset in _items(obj.get("subsets")):
+        path = f"subsets[{i}]"
+        if not _list(subset.get("addresses")) and not _list(subset.get("notReadyAddresses")):
+            causes.append(required(path, "must specify `addresses` or `notReadyAddresses`"))
+        for key in ("addresses", "notReadyAddresses"):
+            for j, addr in _items(subset.get(key)):
+                causes += _endpoint_address(f"{path}.{key}[{j}]", addr)
+        ports = _items(subset.get("ports"))
+        for j, port in ports:
+            causes += _endpoints_port(f"{path}.ports[{j}]", port, name_required=len(ports) > 1)
+    return causes
+
+
+def _slice_address(field: str, address: Any, address_type: Any) -> list[Cause]:
+    if address_type == "FQDN":
+        text = address if isinstance(address, str) else ""
+        labels = text.split(".")
+        if len(labels) < 2 or any(is_dns1123_label(label) for label in labels):
+            return [invalid(field, address, "should be a domain with at least two segments separated by dots")]  # fmt: skip
+        return []
+    version = {"IPv4": 4, "IPv6": 6}.get(address_type if isinstance(address_type, str) else "")
+    if version is None:
+        return []  # unknown types are not checked (Kubernetes' rule)
+    try:
+        ip = ipaddress.ip_address(address if isinstance(address, str) else "")
+    except ValueError:
+        ip = None
+    if ip is None or ip.version != version:
+        return [invalid(field, address, f"must be a valid IPv{version} address")]
+    return _special_ip(field, ip)
+
+
+def _slice_endpoint(field: str, endpoint: dict[str, Any], address_type: Any) -> list[Cause]:
+    causes: list[Cause] = []
+    addresses = _list(endpoint.get("addresses"))
+    if not addresses:
+        causes.append(required(f"{field}.addresses", "must contain at least 1 address"))
+    elif len(addresses) > _MAX_SLICE_ADDRESSES:
+        causes.append(_too_many(f"{field}.addresses", len(addresses), _MAX_SLICE_ADDRESSES))
+    for k, address in enumerate(addresses):
+        causes += _slice_address(f"{field}.addresses[{k}]", address, address_type)
+    if isinstance(endpoint.get("nodeName"), str):
+        causes += _dns_subdomain(f"{field}.nodeName", endpoint["nodeName"])
+    if isinstance(endpoint.get("hostname"), str):
+        causes += _dns_label(f"{field}.hostname", endpoint["hostname"])
+    if isinstance(endpoint.get("deprecatedTopology"), dict):
+        causes += _labels(f"{field}.deprecatedTopology", endpoint["deprecatedTopology"])
+    return causes
+
+
+def _slice_ports(ports: list[tuple[int, dict[str, Any]]]) -> list[Cause]:
+    causes: list[Cause] = []
+    if len(ports) > _MAX_SLICE_PORTS:
+        causes.append(_too_many("ports", len(ports), _MAX_SLICE_PORTS))
+    names: set[Any] = set()
+    for i, port in ports:
+        path = f"ports[{i}]"
+        name = port.get("name")
+        if isinstance(name, str) and name:
+            causes += _dns_label(f"{path}.name", name)
+        if name in names:
+            causes.append(duplicate(f"{path}.name", name))
+        names.add(name)
+        causes += _protocol(f"{path}.protocol", port.get("protocol"))
+        if isinstance(port.get("appProtocol"), str):
+            causes += _qualified_name(f"{path}.appProtocol", port["appProtocol"])
+    return causes
+
+
+def _endpoint_slice(obj: dict[str, Any]) -> list[Cause]:
+    causes: list[Cause] = []
+    address_type = obj.get("addressType")
+    if not address_type:
+        causes.append(required("addressType"))
+    elif address_type not in ADDRESS_TYPES:
+        causes.append(not_supported("addressType", address_type, sorted(ADDRESS_TYPES)))
+    endpoints = _items(obj.get("endpoints"))
+    if len(endpoints) > MAX_ENDPOINTS_PER_SLICE:
+        causes.append(_too_many("endpoints", len(endpoints), MAX_ENDPOINTS_PER_SLICE))
+    for i, endpoint in endpoints:
+        causes += _slice_endpoint(f"endpoints[{i}]", endpoint, address_type)
+    return causes + _slice_ports(_items(obj.get("ports")))
+
+
 # -- nodes, namespaces, events, leases, bindings ---------------------------------------------
 
 
@@ -1647,6 +1808,8 @@ _SEMANTIC: dict[str, Callable[[dict[str, Any]], list[Cause]]] = {
     "Job": _job,
     "CronJob": _cron_job,
     "PodDisruptionBudget": _pod_disruption_budget,
+    "Endpoints": _endpoints,
+    "EndpointSlice": _endpoint_slice,
 }
 
 
@@ -1747,4 +1910,6 @@ def validate_update(rt: ResourceType, new: dict[str, Any], old: dict[str, Any]) 
             causes.append(invalid("data", new.get("data"), IMMUTABLE))
     elif rt.kind == "Job":
         causes += _job_update(new, old)
+    elif rt.kind == "EndpointSlice" and new.get("addressType") != old.get("addressType"):
+        causes.append(invalid("addressType", new.get("addressType"), IMMUTABLE))
     return causes

@@ -6,7 +6,7 @@ hiding ``priority: 1`` columns unless ``-o wide``. So the cells here are compute
 Kubernetes' own printers compute them (``pkg/printers/internalversion/printers.go``): the pod
 status word (``Init:0/1``, ``CrashLoopBackOff``, ``Completed``, ``Terminating``...), restarts as
 ``"3 (5m ago)"``, node ``Ready,SchedulingDisabled`` and roles, replica counts, a Job's status word and ``1/1`` completions, a
-CronJob's schedule, a budget's ``N/A``, a revision's ``statefulset.apps/web``, event columns,
+CronJob's schedule, a budget's ``N/A``, endpoints as ``ip:port,... + N more...``, a revision's ``statefulset.apps/web``, event columns,
 secrets' types and data counts, a storage class's ``(default)`` mark, volumes' and claims'
 ``RWO,ROX`` access modes and ``ns/claim``, and ages in ``HumanDuration`` form (``45s``,
 ``5m2s``, ``3h``, ``2d``).
@@ -753,6 +753,89 @@ PDB_PRINTER = TablePrinter(
 )
 
 
+# ---- endpoints and endpoint slices
+
+_MAX_LISTED = 3
+"""``formatEndpoints``/``formatDiscovery*`` show three entries, then ``+ N more...``."""
+
+
+def _listed(items: list[str], count: int, *, unset: str) -> str:
+    """The first three ``items`` joined, ``+ N more...`` past them (``listWithMoreString``)."""
+    shown = ",".join(items[:_MAX_LISTED])
+    if count > _MAX_LISTED:
+        return f"{shown} + {count - _MAX_LISTED} more..."
+    return shown or unset
+
+
+def _host_port(ip: str, port: Any) -> str:
+    """``net.JoinHostPort``: IPv6 addresses in brackets."""
+    return f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
+
+
+def _dict_items(value: Any) -> list[Mapping[str, Any]]:
+    return [x for x in value if isinstance(x, Mapping)] if isinstance(value, list) else []
+
+
+def _endpoints_cells(ep: Obj, now: datetime) -> list[Any]:
+    """``printEndpoints``: NAME ENDPOINTS AGE; ready addresses by port, ``<none>`` without subsets."""
+    subsets = _dict_items(ep.get("subsets"))
+    listed: list[str] = []
+    count = 0
+    for subset in subsets:
+        ips = [str(a.get("ip") or "") for a in _dict_items(subset.get("addresses"))]
+        ports = _dict_items(subset.get("ports"))
+        if not ports:  # a headless Service's endpoints may have no ports
+            listed += ips
+            count += len(ips)
+            continue
+        for port in ports:
+            listed += [_host_port(ip, port.get("port", 0)) for ip in ips]
+            count += len(ips)
+    cell = _listed(listed, count, unset="") if subsets else "<none>"
+    return [_meta(ep).get("name", ""), cell, _age(ep, now)]
+
+
+ENDPOINTS_PRINTER = TablePrinter(
+    columns=(
+        NAME,
+        Column("Endpoints", description="Endpoints is the list of IP addresses and ports."),
+        AGE,
+    ),
+    cells=_endpoints_cells,
+)
+
+
+def _slice_port(port: Mapping[str, Any]) -> str:
+    if port.get("port") is not None:
+        return str(port["port"])
+    return "*" if port.get("name") is None else str(port["name"])
+
+
+def _endpoint_slice_cells(es: Obj, now: datetime) -> list[Any]:
+    """``printEndpointSlice``: NAME ADDRESSTYPE PORTS ENDPOINTS AGE (``<unset>`` when empty)."""
+    ports = [_slice_port(p) for p in _dict_items(es.get("ports"))]
+    addresses = [str(a) for e in _dict_items(es.get("endpoints")) for a in e.get("addresses") or []]
+    return [
+        _meta(es).get("name", ""),
+        es.get("addressType") or "",
+        _listed(ports, len(ports), unset="<unset>"),
+        _listed(addresses, len(addresses), unset="<unset>"),
+        _age(es, now),
+    ]
+
+
+ENDPOINT_SLICE_PRINTER = TablePrinter(
+    columns=(
+        NAME,
+        Column("AddressType", description="The type of address carried by the slice."),
+        Column("Ports", description="The ports exposed by the slice."),
+        Column("Endpoints", description="The addresses of the slice's endpoints."),
+        AGE,
+    ),
+    cells=_endpoint_slice_cells,
+)
+
+
 # ---- events
 
 
@@ -1057,6 +1140,8 @@ PRINTERS: dict[tuple[str, str], TablePrinter] = {
     ("batch", "Job"): JOB_PRINTER,
     ("batch", "CronJob"): CRON_JOB_PRINTER,
     ("policy", "PodDisruptionBudget"): PDB_PRINTER,
+    ("", "Endpoints"): ENDPOINTS_PRINTER,
+    ("discovery.k8s.io", "EndpointSlice"): ENDPOINT_SLICE_PRINTER,
     ("", "Event"): EVENT_PRINTER,
     ("events.k8s.io", "Event"): EVENT_PRINTER,
     ("", "Namespace"): NAMESPACE_PRINTER,
