@@ -4,9 +4,10 @@ controller starts, ``kubectl get cj`` with LAST SCHEDULE and ACTIVE filled, ``ku
 job --from=cronjob/c`` (made client side; the controller reports it as UnexpectedJob, as
 Kubernetes' does).
 
-No wall-clock minute is waited: the test writes ``status.lastScheduleTime`` three minutes in the
-past, as if the controller-manager had been down since, and the controller starts the most
-recent missed activation at once — a minute boundary already behind us.
+Nothing is waited for on the wall clock: the CronJob runs ``@yearly`` and the test writes its
+``status.lastScheduleTime`` two years back, as if the controller-manager had been down since; the
+controller starts the most recent missed activation (this year's 1 January, 00:00 UTC) at once,
+and the next one is months away, so exactly one run exists while the test looks.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def active(cronjob: Obj | None) -> list[str]:
 
 def columns(table: str, name: str) -> dict[str, str]:
     """One row of kubectl's table output by column header; a column starts where the header
-    has a word after two spaces (headers and cells such as ``*/1 * * * *`` hold single ones)."""
+    has a word after two spaces (a header such as ``LAST SCHEDULE`` holds a single one)."""
     header, *rows = table.splitlines()
     starts = [0] + [
         i for i in range(2, len(header)) if header[i] != " " and header[i - 2 : i] == "  "
@@ -57,20 +58,24 @@ async def test_kubectl_creates_a_cronjob_that_runs_and_shows_it(
         Watcher(cluster.client, CRONJOBS, namespace="default") as cronjobs,
         Watcher(cluster.client, EVENTS, namespace="default") as events,
     ):
-        await run("create", "cronjob", "c", "--image=busybox", "--schedule=*/1 * * * *",
+        await run("create", "cronjob", "c", "--image=busybox", "--schedule=@yearly",
                   "--", "echo", "hi")  # fmt: skip
-        three_minutes_ago = datetime.now(UTC) - timedelta(minutes=3)
+        now = datetime.now(UTC)
+        two_years_ago = now - timedelta(days=731)
         await cluster.client.patch(
-            CRONJOBS, "c", {"status": {"lastScheduleTime": format_time(three_minutes_ago)}},
+            CRONJOBS, "c", {"status": {"lastScheduleTime": format_time(two_years_ago)}},
             namespace="default", subresource="status",
         )  # fmt: skip
         await cronjobs.wait_until(
             lambda _o: len(active(cronjobs.get("default/c"))) == 1, what="a run started"
         )
         run_name = active(cronjobs.get("default/c"))[0]
+        new_year = datetime(now.year, 1, 1, tzinfo=UTC)
+        assert run_name == f"c-{int(new_year.timestamp()) // 60}"
+        assert cronjobs.get("default/c")["status"]["lastScheduleTime"] == format_time(new_year)
 
         row = columns(await run("get", "cj", "c"), "c")
-        assert row["SCHEDULE"] == "*/1 * * * *"
+        assert row["SCHEDULE"] == "@yearly"
         assert row["SUSPEND"] == "False"
         assert row["ACTIVE"] == "1"
         assert row["LAST SCHEDULE"] not in ("", "<none>", "<invalid>")
