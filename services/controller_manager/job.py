@@ -611,7 +611,12 @@ class JobController:
         if _spec(job).get("backoffLimitPerIndex") is None:
             remaining = ctx.new_backoff.remaining(self.clock)
             if remaining > 0:
-                log.info("job %s: next pod waits %.0fs of failure back-off", key, remaining)
+                log.info(
+                    "job %s: next pod waits %.0fs of failure back-off (%s)",
+                    key,
+                    remaining,
+                    ctx.new_backoff,
+                )
                 self.requeue_after(key, remaining)
                 return active, None
         diff = min(diff, MAX_POD_CREATE_DELETE_PER_SYNC)
