@@ -240,6 +240,7 @@ def test_controllers_flag_and_durations() -> None:
     assert {"garbagecollector", "persistentvolume-binder", "disruption", "statefulset"} <= set(
         all_but_one
     )
+    assert {"job", "ttl-after-finished"} <= set(all_but_one)
     assert enabled_controllers(["replicaset"]) == ["replicaset"]
     with pytest.raises(ValueError, match="unknown controller"):
         ManagerOptions(controllers=("bogus",))
