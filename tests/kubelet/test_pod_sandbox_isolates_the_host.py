@@ -153,8 +153,8 @@ async def test_volumes_appear_at_their_paths_read_write_or_read_only(
 
 
 async def test_a_missing_working_dir_is_created_inside(process_runtime: ProcessRuntime) -> None:
-    record = await run(process_runtime, "sh", "-c", "pwd", working_dir="/srv/app/current")
-    assert await output(process_runtime, record) == "/srv/app/current"
+    record = await run(process_runtime, "sh", "-c", "pwd", working_dir="/opt/app/current")
+    assert await output(process_runtime, record) == "/opt/app/current"
 
 
 async def test_a_volume_missing_on_the_node_is_a_start_error(
