@@ -30,6 +30,12 @@ official clients require. Which fields those are is the models' to say (``KubeMo
 .fill_serialised``); the apiserver also applies it to every object it reads from the store, so
 objects stored before a field was added read right as well.
 
+Service (``SetDefaults_Service``: ``type: ClusterIP``, ``sessionAffinity: None``, each port's
+``protocol: TCP`` and ``targetPort`` = ``port``, the traffic policies, LoadBalancer node ports on;
+and, as the REST storage of a single-stack IPv4 cluster, ``ipFamilies: [IPv4]`` with
+``ipFamilyPolicy: SingleStack``) is here too; its ClusterIP and node ports are allocated by the
+apiserver, not defaulted.
+
 Limits: no service accounts, no volumes defaulting, no LimitRanges. Values of the wrong type
 are left alone for ``api.validation`` to report. Defaulting is idempotent.
 """
@@ -450,6 +456,51 @@ def _endpoint_slice(obj: dict[str, Any]) -> None:
         port.setdefault("protocol", "TCP")
 
 
+DEFAULT_CLIENT_IP_TIMEOUT = 10800
+"""``sessionAffinity: ClientIP`` keeps a client on one endpoint for 3 hours unless told otherwise."""
+
+
+def _service(obj: dict[str, Any]) -> None:
+    """``SetDefaults_Service`` plus the single-stack IP families the REST storage fills in."""
+    spec = _dict(obj, "spec")
+    if spec is None:
+        return
+    if spec.get("sessionAffinity") in (None, ""):
+        spec["sessionAffinity"] = "None"
+    if spec["sessionAffinity"] == "None":
+        spec.pop("sessionAffinityConfig", None)
+    elif spec["sessionAffinity"] == "ClientIP":
+        config = _dict(spec, "sessionAffinityConfig")
+        client_ip = _dict(config, "clientIP") if config is not None else None
+        if client_ip is not None and client_ip.get("timeoutSeconds") is None:
+            client_ip["timeoutSeconds"] = DEFAULT_CLIENT_IP_TIMEOUT
+    if spec.get("type") in (None, ""):
+        spec["type"] = "ClusterIP"
+    for port in _dicts(spec.get("ports")):
+        if port.get("protocol") in (None, ""):
+            port["protocol"] = "TCP"
+        if port.get("targetPort") in (None, 0, "") and isinstance(port.get("port"), int):
+            port["targetPort"] = port["port"]
+    kind = spec["type"]
+    if kind in ("NodePort", "LoadBalancer") and spec.get("externalTrafficPolicy") in (None, ""):
+        spec["externalTrafficPolicy"] = "Cluster"
+    if kind == "LoadBalancer" and spec.get("allocateLoadBalancerNodePorts") is None:
+        spec["allocateLoadBalancerNodePorts"] = True
+    if kind == "ExternalName":
+        return
+    if spec.get("internalTrafficPolicy") is None:
+        spec["internalTrafficPolicy"] = "Cluster"
+    cluster_ip = spec.get("clusterIP")
+    if isinstance(cluster_ip, str) and cluster_ip and not spec.get("clusterIPs"):
+        spec["clusterIPs"] = [cluster_ip]
+    if not spec.get("ipFamilyPolicy"):
+        # a headless Service without a selector takes every family the cluster has
+        selectorless_headless = cluster_ip == "None" and not spec.get("selector")
+        spec["ipFamilyPolicy"] = "RequireDualStack" if selectorless_headless else "SingleStack"
+    if not spec.get("ipFamilies"):
+        spec["ipFamilies"] = ["IPv4"]
+
+
 _MODELS: dict[str, type[KubeModel]] = {
     rt.kind: rt.model
     for rt in REGISTRY
@@ -468,6 +519,7 @@ _BY_KIND: dict[str, Callable[[dict[str, Any]], None]] = {
     "PersistentVolume": _persistent_volume,
     "PersistentVolumeClaim": _persistent_volume_claim,
     "StorageClass": _storage_class,
+    "Service": _service,
     "DaemonSet": _daemon_set,
     "StatefulSet": _stateful_set,
     "Job": _job,

@@ -26,6 +26,7 @@ from api.discovery import EndpointSlice
 from api.endpoints import Endpoints
 from api.persistentvolumes import PersistentVolume, PersistentVolumeClaim
 from api.policy import PodDisruptionBudget
+from api.services import Service
 from api.storage import StorageClass
 
 __all__ = ["ALL_VERBS", "REGISTRY", "Registry", "ResourceType", "Subresource"]
@@ -322,6 +323,22 @@ REGISTRY: Registry = Registry(
             categories=("all",),
             subresources=(_status("ReplicationController"), _SCALE),
             field_getters={"status.replicas": _int_field("status.replicas")},
+        ),
+        ResourceType(
+            group="",
+            version="v1",
+            kind="Service",
+            plural="services",
+            singular="service",
+            namespaced=True,
+            model=Service,
+            short_names=("svc",),
+            categories=("all",),
+            subresources=(_status("Service"),),
+            field_getters={
+                "spec.clusterIP": _str_field("spec.clusterIP"),
+                "spec.type": _str_field("spec.type"),
+            },
         ),
         ResourceType(
             group="",

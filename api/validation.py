@@ -59,6 +59,7 @@ from api.errors import BadRequest, Cause
 from api.meta import parse_time
 from api.names import (
     is_config_map_key,
+    is_dns1035_label,
     is_dns1123_label,
     is_dns1123_subdomain,
     is_qualified_name,
@@ -239,6 +240,9 @@ def _name_checker(fn: Callable[[str], list[str]]) -> Callable[[str, str], list[C
 
 _dns_label = _name_checker(is_dns1123_label)
 _dns_subdomain = _name_checker(is_dns1123_subdomain)
+_dns1035_label = _name_checker(is_dns1035_label)
+_NAME_CHECKS = {"Namespace": _dns_label, "Service": _dns1035_label}
+"""Kinds whose names are stricter than a DNS subdomain (a Service's name is a DNS label too)."""
 _qualified_name = _name_checker(is_qualified_name)
 
 
@@ -273,7 +277,7 @@ def _annotations(field: str, annotations: Any) -> list[Cause]:
 
 def _metadata(rt: ResourceType, meta: dict[str, Any]) -> list[Cause]:
     causes: list[Cause] = []
-    name_check = _dns_label if rt.kind == "Namespace" else _dns_subdomain
+    name_check = _NAME_CHECKS.get(rt.kind, _dns_subdomain)
     name, generate = meta.get("name"), meta.get("generateName")
     if isinstance(generate, str) and generate:
         masked = generate[:-1] + "a" if generate.endswith("-") else generate
@@ -325,6 +329,22 @@ _TAINT_EFFECTS = ("NoExecute", "NoSchedule", "PreferNoSchedule")
 _TOLERATION_OPERATORS = ("Equal", "Exists")
 _NODE_SELECTOR_OPERATORS = ("DoesNotExist", "Exists", "Gt", "In", "Lt", "NotIn")
 _PORT_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
+
+
+def _port_name(field: str, name: str) -> list[Cause]:
+    """An IANA_SVC_NAME (``IsValidPortName``): what container ports and target ports are named."""
+    if len(name) > 15:
+        return [invalid(field, name, "must be no more than 15 characters")]
+    if not _PORT_NAME.match(name) or "--" in name or not re.search("[a-z]", name):
+        return [
+            invalid(
+                field,
+                name,
+                "must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)"
+                " and must contain at least one letter (a-z)",
+            )
+        ]
+    return []
 
 
 def _port_in_range(field: str, port: Any) -> list[Cause]:
@@ -390,17 +410,7 @@ def _container(field: str, c: dict[str, Any]) -> list[Cause]:
             causes.append(not_supported(f"{p}.protocol", proto, _PROTOCOLS))
         pname = port.get("name")
         if isinstance(pname, str) and pname:
-            if len(pname) > 15:
-                causes.append(invalid(f"{p}.name", pname, "must be no more than 15 characters"))
-            elif not _PORT_NAME.match(pname) or "--" in pname or not re.search("[a-z]", pname):
-                causes.append(
-                    invalid(
-                        f"{p}.name",
-                        pname,
-                        "must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)"
-                        " and must contain at least one letter (a-z)",
-                    )
-                )
+            causes += _port_name(f"{p}.name", pname)
             if pname in port_names:
                 causes.append(duplicate(f"{p}.name", pname))
             port_names.add(pname)
@@ -1787,6 +1797,170 @@ def _persistent_volume_claim_update(new: dict[str, Any], old: dict[str, Any]) ->
     return causes
 
 
+# -- services --------------------------------------------------------------------------------
+
+_SERVICE_TYPES = ("ClusterIP", "ExternalName", "LoadBalancer", "NodePort")
+_SESSION_AFFINITIES = ("ClientIP", "None")
+_TRAFFIC_POLICIES = ("Cluster", "Local")
+_IP_FAMILY_POLICIES = ("PreferDualStack", "RequireDualStack", "SingleStack")
+_MAX_CLIENT_IP_TIMEOUT = 86400
+"""``MaxClientIPServiceAffinitySeconds``: a ClientIP affinity lasts at most a day."""
+
+
+def _service_ports(spec: dict[str, Any], *, kind: str) -> list[Cause]:
+    causes: list[Cause] = []
+    ports = _items(spec.get("ports"))
+    names: set[str] = set()
+    seen: set[tuple[Any, Any]] = set()
+    node_ports: set[tuple[Any, Any]] = set()
+    for i, port in ports:
+        p = f"spec.ports[{i}]"
+        name = port.get("name")
+        if not name:
+            if len(ports) > 1:
+                causes.append(required(f"{p}.name"))
+        elif isinstance(name, str):
+            causes += _dns_label(f"{p}.name", name)
+            if name in names:
+                causes.append(duplicate(f"{p}.name", name))
+            names.add(name)
+        number = port.get("port")
+        causes += _port_in_range(f"{p}.port", number)
+        protocol = port.get("protocol")
+        if isinstance(protocol, str) and protocol not in _PROTOCOLS:
+            causes.append(not_supported(f"{p}.protocol", protocol, _PROTOCOLS))
+        target = port.get("targetPort")
+        if _is_int(target):
+            causes += _port_in_range(f"{p}.targetPort", target)
+        elif isinstance(target, str):
+            causes += _port_name(f"{p}.targetPort", target)
+        if (number, protocol) in seen:
+            causes.append(duplicate(p, {"port": number, "protocol": protocol}))
+        seen.add((number, protocol))
+        node_port = port.get("nodePort")
+        if _is_int(node_port) and node_port != 0:
+            if kind in ("ClusterIP", "ExternalName"):
+                causes.append(
+                    forbidden(f"{p}.nodePort", f"may not be used when `type` is '{kind}'")
+                )
+            elif (node_port, protocol) in node_ports:
+                causes.append(duplicate(f"{p}.nodePort", node_port))
+            else:
+                causes += _port_in_range(f"{p}.nodePort", node_port)
+            node_ports.add((node_port, protocol))
+    return causes
+
+
+def _cluster_ips(spec: dict[str, Any], *, kind: str) -> list[Cause]:
+    cluster_ip, cluster_ips = spec.get("clusterIP"), _list(spec.get("clusterIPs"))
+    if kind == "ExternalName":
+        if cluster_ip or cluster_ips:
+            return [forbidden("spec.clusterIPs", "may not be set for ExternalName services")]
+        return []
+    causes: list[Cause] = []
+    if cluster_ips and cluster_ip not in (None, "") and cluster_ips[0] != cluster_ip:
+        causes.append(invalid("spec.clusterIPs", cluster_ips, "first value must match `clusterIP`"))
+    if len(cluster_ips) > 1:
+        causes.append(
+            invalid("spec.clusterIPs", cluster_ips, "may specify no more than one IP per family")
+        )
+    for i, ip in enumerate(cluster_ips[:1]):
+        if ip == "None":
+            if kind in ("NodePort", "LoadBalancer"):
+                causes.append(
+                    invalid(
+                        f"spec.clusterIPs[{i}]", ip, f"may not be set to 'None' for {kind} services"
+                    )
+                )
+        elif isinstance(ip, str) and ip:
+            try:
+                ipaddress.ip_address(ip)
+            except ValueError:
+                causes.append(
+                    invalid(
+                        f"spec.clusterIPs[{i}]",
+                        ip,
+                        "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)",
+                    )
+                )
+    return causes
+
+
+def _service(obj: dict[str, Any]) -> list[Cause]:
+    """``ValidateService``: ports, addresses, types and policies as Kubernetes words them."""
+    spec = _map(obj.get("spec"))
+    kind = spec.get("type")
+    causes: list[Cause] = []
+    if isinstance(kind, str) and kind not in _SERVICE_TYPES:
+        causes.append(not_supported("spec.type", kind, _SERVICE_TYPES))
+    headless = spec.get("clusterIP") == "None"
+    if not _list(spec.get("ports")) and not headless and kind != "ExternalName":
+        causes.append(required("spec.ports"))
+    causes += _service_ports(spec, kind=str(kind))
+    causes += _cluster_ips(spec, kind=str(kind))
+    if kind == "ExternalName":
+        external = spec.get("externalName")
+        cname = external.removesuffix(".") if isinstance(external, str) else ""
+        if cname:
+            causes += _dns_subdomain("spec.externalName", cname)
+        else:
+            causes.append(required("spec.externalName"))
+    causes += _labels("spec.selector", spec.get("selector"))
+    affinity = spec.get("sessionAffinity")
+    if isinstance(affinity, str) and affinity not in _SESSION_AFFINITIES:
+        causes.append(not_supported("spec.sessionAffinity", affinity, _SESSION_AFFINITIES))
+    timeout = _map(_map(spec.get("sessionAffinityConfig")).get("clientIP")).get("timeoutSeconds")
+    if affinity == "ClientIP" and _is_int(timeout) and not 0 < timeout <= _MAX_CLIENT_IP_TIMEOUT:
+        causes.append(
+            invalid(
+                "spec.sessionAffinityConfig.clientIP.timeoutSeconds",
+                timeout,
+                f"must be greater than 0 and less than {_MAX_CLIENT_IP_TIMEOUT}",
+            )
+        )
+    for key in ("externalTrafficPolicy", "internalTrafficPolicy"):
+        policy = spec.get(key)
+        if isinstance(policy, str) and policy and policy not in _TRAFFIC_POLICIES:
+            causes.append(not_supported(f"spec.{key}", policy, _TRAFFIC_POLICIES))
+    family_policy = spec.get("ipFamilyPolicy")
+    if isinstance(family_policy, str) and family_policy not in _IP_FAMILY_POLICIES:
+        causes.append(not_supported("spec.ipFamilyPolicy", family_policy, _IP_FAMILY_POLICIES))
+    for i, family in enumerate(_list(spec.get("ipFamilies"))):
+        if family != "IPv4":
+            causes.append(
+                invalid(f"spec.ipFamilies[{i}]", family, "not configured on this cluster")
+            )
+    for i, ip in enumerate(_list(spec.get("externalIPs"))):
+        try:
+            ipaddress.ip_address(ip)
+        except (TypeError, ValueError):
+            causes.append(
+                invalid(
+                    f"spec.externalIPs[{i}]",
+                    ip,
+                    "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)",
+                )
+            )
+    if kind != "LoadBalancer":
+        for key in ("allocateLoadBalancerNodePorts", "loadBalancerClass"):
+            if spec.get(key) is not None:
+                causes.append(
+                    forbidden(f"spec.{key}", "may only be used when `type` is 'LoadBalancer'")
+                )
+    return causes
+
+
+def _service_update(new: dict[str, Any], old: dict[str, Any]) -> list[Cause]:
+    """A ClusterIP is fixed once set, except when the Service turns into or out of ExternalName."""
+    new_spec, old_spec = _map(new.get("spec")), _map(old.get("spec"))
+    if "ExternalName" in (new_spec.get("type"), old_spec.get("type")):
+        return []
+    old_ip, new_ip = old_spec.get("clusterIP"), new_spec.get("clusterIP")
+    if old_ip not in (None, "") and new_ip != old_ip:
+        return [invalid("spec.clusterIPs[0]", new_ip or "", "may not change once set")]
+    return []
+
+
 _SEMANTIC: dict[str, Callable[[dict[str, Any]], list[Cause]]] = {
     "Pod": _pod,
     "ReplicationController": _replication_controller,
@@ -1808,6 +1982,7 @@ _SEMANTIC: dict[str, Callable[[dict[str, Any]], list[Cause]]] = {
     "Job": _job,
     "CronJob": _cron_job,
     "PodDisruptionBudget": _pod_disruption_budget,
+    "Service": _service,
     "Endpoints": _endpoints,
     "EndpointSlice": _endpoint_slice,
 }
@@ -1910,6 +2085,8 @@ def validate_update(rt: ResourceType, new: dict[str, Any], old: dict[str, Any]) 
             causes.append(invalid("data", new.get("data"), IMMUTABLE))
     elif rt.kind == "Job":
         causes += _job_update(new, old)
+    elif rt.kind == "Service":
+        causes += _service_update(new, old)
     elif rt.kind == "EndpointSlice" and new.get("addressType") != old.get("addressType"):
         causes.append(invalid("addressType", new.get("addressType"), IMMUTABLE))
     return causes
