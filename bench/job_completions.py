@@ -36,13 +36,15 @@ from typing import Any
 
 from api.registry import REGISTRY
 from bench.cluster import running_cluster
+from bench.harness import Context, Figure, collect_rounds, figure
 from client.informer import Informer
 from client.rest import ApiClient
 from services.controller_manager.job_tracking import JOBS
 from services.controller_manager.replication import PODS
 
-__all__ = ["main", "measure"]
+__all__ = ["SCENARIO", "main", "measure", "run"]
 
+SCENARIO = "job-1000"
 DEPLOYMENTS = REGISTRY.require("apps", "Deployment")
 NAMESPACE = "default"
 Obj = dict[str, Any]
@@ -145,6 +147,25 @@ async def measure(
         "ratio job/deployment": (completions / job_s) / (completions / deploy_s),
         "pods at the end": float(pods),
     }
+
+
+async def run(ctx: Context) -> list[Figure]:
+    """The suite's scenario: completions/s beside the Deployment's pods/s of the same round."""
+    completions = 200 if ctx.quick else 1000
+
+    async def once(index: int) -> dict[str, float]:
+        workdir = ctx.workdir / f"{SCENARIO}-{index}"
+        workdir.mkdir(parents=True, exist_ok=True)
+        return await measure(completions=completions, parallelism=50, nodes=10, workdir=workdir)
+
+    rounds = await collect_rounds(once, rounds=ctx.rounds)
+    shape = f"{completions} completions at parallelism 50, 10 sim nodes"
+    return [
+        figure(SCENARIO, "deployment pods/s", unit="pods/s", samples=rounds["deployment pods/s"],
+               note=f"Deployment of {completions} replicas until all ready, same cluster"),
+        figure(SCENARIO, "job completions/s", unit="pods/s", samples=rounds["job completions/s"],
+               ceiling=f"{SCENARIO}/deployment pods/s", note=shape),
+    ]  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -166,6 +166,12 @@ async def run_pod_start_sandbox(ctx: Context) -> list[Figure]:
     return await pod_start_sandbox.run(ctx)
 
 
+async def run_job_completions(ctx: Context) -> list[Figure]:
+    from bench import job_completions
+
+    return await job_completions.run(ctx)
+
+
 def build_registry() -> Registry:
     return Registry([
         Scenario("ceilings", "ceilings", ceilings.run,
@@ -186,6 +192,8 @@ def build_registry() -> Registry:
         Scenario("pod-start-sandbox", "e2e", run_pod_start_sandbox,
                  "process runtime container start with and without the pod sandbox, and a bare "
                  "posix_spawn"),
+        Scenario("job-1000", "e2e", run_job_completions,
+                 "a Job of 1,000 completions beside a Deployment of 1,000 replicas, 10 sim nodes"),
         Scenario("e2e-1000x1000", "e2e", rc_scenario(pods=1000, nodes=1000),
                  "RC of 1,000 pods on 1,000 sim nodes", quick=False),
         Scenario("e2e-10000x100", "e2e", rc_scenario(pods=10_000, nodes=100),
