@@ -78,6 +78,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="nodes per second tainted for eviction (default: 0.1)",
     )
     n.add_argument("--secondary-node-eviction-rate", type=float, default=0.01)
+    sv = p.add_argument_group("services")
+    sv.add_argument("--concurrent-endpoint-syncs", type=int, default=5)
+    sv.add_argument("--concurrent-service-endpoint-syncs", type=int, default=5)
+    sv.add_argument(
+        "--max-endpoints-per-slice",
+        type=int,
+        default=100,
+        help="endpoints per EndpointSlice the endpointslice controller writes (default: 100)",
+    )
+    sv.add_argument(
+        "--service-lb-range",
+        default="127.192.0.0/16",
+        metavar="CIDR",
+        help="where the service-lb controller takes LoadBalancer ingress IPs from "
+        "(default: 127.192.0.0/16)",
+    )
     add_log_flags(p)
     return p
 
@@ -109,6 +125,10 @@ def parse_args(argv: Sequence[str]) -> tuple[ServiceOptions, argparse.Namespace]
             node_startup_grace_period=args.node_startup_grace_period,
             node_eviction_rate=args.node_eviction_rate,
             secondary_node_eviction_rate=args.secondary_node_eviction_rate,
+            concurrent_endpoint_syncs=args.concurrent_endpoint_syncs,
+            concurrent_service_endpoint_syncs=args.concurrent_service_endpoint_syncs,
+            max_endpoints_per_slice=args.max_endpoints_per_slice,
+            service_lb_range=args.service_lb_range,
         )
     except (KubeconfigError, ValueError) as exc:
         parser.error(str(exc))

@@ -28,6 +28,7 @@ is a compare-and-swap, which is what makes a brief overlap harmless.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 import socket
 import uuid
@@ -83,6 +84,10 @@ class ManagerOptions:
     node_startup_grace_period: float = 60.0
     node_eviction_rate: float = 0.1
     secondary_node_eviction_rate: float = 0.01
+    concurrent_endpoint_syncs: int = 5
+    concurrent_service_endpoint_syncs: int = 5
+    max_endpoints_per_slice: int = 100
+    service_lb_range: str = "127.192.0.0/16"
 
     def __post_init__(self) -> None:
         unknown = {c.lstrip("-") for c in self.controllers} - {"*", *CONTROLLERS}
@@ -93,6 +98,12 @@ class ManagerOptions:
             )
         if self.node_monitor_grace_period <= 0:
             raise ValueError("--node-monitor-grace-period must be positive")
+        if not 1 <= self.max_endpoints_per_slice <= 1000:
+            raise ValueError("--max-endpoints-per-slice must be between 1 and 1000")
+        try:
+            ipaddress.IPv4Network(self.service_lb_range)
+        except ValueError as exc:
+            raise ValueError(f"--service-lb-range: {exc}") from None
 
 
 @dataclass(slots=True)
@@ -274,6 +285,44 @@ def _cronjob(ctx: _Context) -> RunnableController:
     )
 
 
+def _endpoint(ctx: _Context) -> RunnableController:
+    from services.controller_manager.endpoints import EndpointsController
+
+    return EndpointsController(
+        client=ctx.client, informers=ctx.informers, workers=ctx.options.concurrent_endpoint_syncs
+    )
+
+
+def _endpointslice(ctx: _Context) -> RunnableController:
+    from services.controller_manager.endpointslice import EndpointSliceController
+
+    return EndpointSliceController(
+        client=ctx.client,
+        informers=ctx.informers,
+        max_endpoints_per_slice=ctx.options.max_endpoints_per_slice,
+        workers=ctx.options.concurrent_service_endpoint_syncs,
+    )
+
+
+def _endpointslice_mirroring(ctx: _Context) -> RunnableController:
+    from services.controller_manager.endpointslice_mirroring import (
+        EndpointSliceMirroringController,
+    )
+
+    return EndpointSliceMirroringController(client=ctx.client, informers=ctx.informers)
+
+
+def _service_lb(ctx: _Context) -> RunnableController:
+    from services.controller_manager.service_lb import ServiceLBController
+
+    return ServiceLBController(
+        client=ctx.client,
+        informers=ctx.informers,
+        recorder=ctx.recorder("service-lb-controller"),
+        lb_range=ctx.options.service_lb_range,
+    )
+
+
 CONTROLLERS: dict[str, Factory] = {
     "replicationcontroller": _replicationcontroller,
     "replicaset": _replicaset,
@@ -291,6 +340,10 @@ CONTROLLERS: dict[str, Factory] = {
     "statefulset": _statefulset,
     "disruption": _disruption,
     "daemonset": _daemonset,
+    "endpoint": _endpoint,
+    "endpointslice": _endpointslice,
+    "endpointslice-mirroring": _endpointslice_mirroring,
+    "service-lb": _service_lb,
 }
 """Every controller this process can run, by its ``--controllers`` name."""
 
