@@ -8,8 +8,9 @@ Why: one factory builds the same app for ``kubelite apiserver``, for in-process 
 2. the system namespaces and the default storage class (``bootstrap``);
 3. the background tasks, one supervised group (``app[BACKGROUND]``, ``component.tasks``): one
    watch cache per resource (startup waits until all are loaded), then the store compactor
-   (``store.keep_window``, keeping ``compaction_window`` revisions) and the Event sweeper
-   (``eventttl``). They run until shutdown; the first to end is logged loudly and ends the
+   (``store.keep_window``, keeping ``compaction_window`` revisions), the Event sweeper
+   (``eventttl``) and the Service allocations' releaser and repair loop
+   (``service_allocation``). They run until shutdown; the first to end is logged loudly and ends the
    others, and ``kubelite apiserver`` then stops (exit 1: its supervisor restarts it). A store
    that fails for good is reported to ``app[STORE_HEALTH]`` instead, with one line.
 
@@ -35,7 +36,11 @@ from aiohttp import web
 from api.registry import REGISTRY, Registry
 from component.errors import Fatal
 from component.tasks import TaskGroup
-from services.apiserver.bootstrap import ensure_default_storage_class, ensure_namespaces
+from services.apiserver.bootstrap import (
+    ensure_default_storage_class,
+    ensure_kubernetes_service,
+    ensure_namespaces,
+)
 from services.apiserver.codec import MAX_BODY_BYTES
 from services.apiserver.context import CONTEXT, ApiContext, ServerOptions
 from services.apiserver.discovery import setup_discovery
@@ -45,6 +50,12 @@ from services.apiserver.inflight import InflightLimits, limit_inflight
 from services.apiserver.middleware import log_malformed_requests, status_errors
 from services.apiserver.proxy import setup_proxy
 from services.apiserver.rest import setup_rest
+from services.apiserver.service_allocation import (
+    ServiceAllocator,
+    parse_cluster_ip_range,
+    parse_port_range,
+    repair_event,
+)
 from services.apiserver.storehealth import STORE_HEALTH, StoreHealth, store_failures
 from services.apiserver.watchcache import WatchCache
 from store import keep_window, open_store
@@ -93,6 +104,7 @@ def make_app(
     options = options or ServerOptions()
     store = store if store is not None else open_configured_store(options)
     ctx = ApiContext(store=store, registry=registry, options=options)
+    ctx.services = _service_allocator(ctx)
     for rt in registry:
         if "watch" in rt.verbs or "list" in rt.verbs:
             ctx.caches[(rt.group, rt.plural)] = WatchCache(
@@ -124,6 +136,22 @@ def make_app(
     return app
 
 
+def _service_allocator(ctx: ApiContext) -> ServiceAllocator:
+    """The ClusterIP/NodePort allocator; its repair loops record Warning events on Services."""
+    events = ctx.storage(ctx.resource("", "events"))
+
+    async def record_event(svc: dict[str, Any], reason: str, message: str, source: str) -> None:
+        await events.create(repair_event(svc, reason, message, source))
+
+    return ServiceAllocator(
+        ctx.store,
+        cluster_ip_range=parse_cluster_ip_range(ctx.options.service_cluster_ip_range),
+        node_port_range=parse_port_range(ctx.options.service_node_port_range),
+        leak_grace=ctx.options.service_leak_grace,
+        record_event=record_event,
+    )
+
+
 async def _store_lifetime(app: web.Application) -> AsyncIterator[None]:
     yield
     await app[CONTEXT].store.close()
@@ -132,6 +160,7 @@ async def _store_lifetime(app: web.Application) -> AsyncIterator[None]:
 async def _bootstrap(app: web.Application) -> AsyncIterator[None]:
     await ensure_namespaces(app[CONTEXT])
     await ensure_default_storage_class(app[CONTEXT])
+    await ensure_kubernetes_service(app[CONTEXT])
     yield
 
 
@@ -183,6 +212,18 @@ async def _background(app: web.Application) -> AsyncIterator[None]:
             health=health,
         ),
     )
+    allocator = ctx.services
+    if allocator is not None:
+        group.start(
+            "service-allocation-releaser",
+            _reporting(allocator.follow_services(), health=health),
+        )
+        group.start(
+            "service-allocation-repair",
+            _reporting(
+                allocator.repair_forever(interval=options.service_repair_interval), health=health
+            ),
+        )
     ttl = options.event_ttl
     group.start(
         "event-ttl-sweeper",

@@ -1,4 +1,5 @@
-"""What exists from the first start: the system namespaces and the default storage class.
+"""What exists from the first start: the system namespaces, the default storage class and the
+``kubernetes`` Service.
 
 Kubernetes' apiserver creates ``default``, ``kube-system``, ``kube-public`` and
 ``kube-node-lease`` itself (the "system namespaces" controller), so a fresh cluster accepts pods
@@ -7,6 +8,11 @@ cluster people use straight away also ships a default StorageClass (k3s' ``local
 a claim without ``storageClassName`` gets one; kubelite's is ``local-path`` too, provisioned
 by ``kubelite.io/local-path`` and bound when the first pod uses the claim
 (``WaitForFirstConsumer``), since a node-local directory must be made where the pod runs.
+
+The ``kubernetes`` Service in ``default`` (Kubernetes' ``controlplane`` bootstrap controller)
+holds the first address of ``--service-cluster-ip-range`` and port 443 (``https``), labelled
+``component: apiserver`` and ``provider: kubernetes``, without a selector: its endpoints name the
+apiserver itself.
 
 This runs at every start and creates whichever are missing; existing ones are left as they are
 (a user who deleted ``local-path`` gets it back at the next start, as with k3s' manifest).
@@ -17,13 +23,18 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from api.errors import AlreadyExists
+from api.errors import AlreadyExists, StatusError
 from api.registry import ResourceType
 from api.storage import DEFAULT_CLASS_ANNOTATION, LOCAL_PATH_CLASS, LOCAL_PATH_PROVISIONER
 from services.apiserver.context import ApiContext
 from services.apiserver.strategy import default_object, prepare_for_create
 
-__all__ = ["DEFAULT_STORAGE_CLASS", "ensure_default_storage_class", "ensure_namespaces"]
+__all__ = [
+    "DEFAULT_STORAGE_CLASS",
+    "ensure_default_storage_class",
+    "ensure_kubernetes_service",
+    "ensure_namespaces",
+]
 
 log = logging.getLogger(__name__)
 
@@ -77,3 +88,40 @@ async def ensure_default_storage_class(ctx: ApiContext) -> bool:
     if created:
         log.info("created the default StorageClass %s", LOCAL_PATH_CLASS)
     return created
+
+
+async def ensure_kubernetes_service(ctx: ApiContext) -> bool:
+    """Create the ``kubernetes`` Service if it is missing; True if it was created."""
+    rt = ctx.resource("", "services")
+    storage = ctx.storage(rt)
+    allocator = ctx.services
+    if allocator is None or await storage.get_or_none("default", "kubernetes") is not None:
+        return False
+    port = ctx.options.secure_port if ctx.options.secure_port > 0 else ctx.options.port
+    obj: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": "kubernetes",
+            "namespace": "default",
+            "labels": {"component": "apiserver", "provider": "kubernetes"},
+        },
+        "spec": {
+            "clusterIP": allocator.kubernetes_ip,
+            "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": port}],
+        },
+    }
+    prepare_for_create(rt, obj)
+    default_object(rt, obj)
+    try:
+        reservation = await allocator.reserve(obj)
+    except StatusError as exc:
+        log.warning("cannot create the kubernetes Service: %s", exc)
+        return False
+    try:
+        await storage.create(obj)
+    except BaseException:
+        await reservation.settle(None)
+        raise
+    log.info("created the kubernetes Service at %s", allocator.kubernetes_ip)
+    return True

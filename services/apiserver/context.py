@@ -15,6 +15,11 @@ from pathlib import Path
 from aiohttp import web
 
 from api.registry import Registry, ResourceType
+from services.apiserver.service_allocation import (
+    ServiceAllocator,
+    parse_cluster_ip_range,
+    parse_port_range,
+)
 from services.apiserver.storage import ObjectStorage
 from services.apiserver.watchcache import DEFAULT_CAPACITY, DEFAULT_QUEUE, WatchCache
 from store.base import Store
@@ -54,6 +59,16 @@ class ServerOptions:
     max_open_connections: int | None = None
     """Open connections before new ones are refused with 503; None = sized from RLIMIT_NOFILE,
     0 = no limit (``--max-open-connections``)."""
+    service_cluster_ip_range: str = "127.128.0.0/16"
+    """Where ClusterIPs come from (``--service-cluster-ip-range``); .1 is the ``kubernetes``
+    Service's."""
+    service_node_port_range: str = "30000-32767"
+    """Where NodePorts come from (``--service-node-port-range``)."""
+    service_repair_interval: float = 180.0
+    """Seconds between passes of the ClusterIP/NodePort repair loop (Kubernetes' 3 minutes)."""
+    service_leak_grace: float = 60.0
+    """An allocation no Service holds is released once it is this old (a younger one may belong
+    to a create still in flight)."""
     immortal_namespaces: tuple[str, ...] = ("default", "kube-system", "kube-public")
     initial_namespaces: tuple[str, ...] = (
         "default",
@@ -73,6 +88,10 @@ class ServerOptions:
             raise ValueError("the request header timeout must be positive")
         if self.max_open_connections is not None and self.max_open_connections < 0:
             raise ValueError("the open connection limit must be >= 0 (0 means no limit)")
+        parse_cluster_ip_range(self.service_cluster_ip_range)
+        parse_port_range(self.service_node_port_range)
+        if self.service_repair_interval <= 0 or self.service_leak_grace < 0:
+            raise ValueError("the service repair interval must be positive, the grace >= 0")
 
 
 @dataclass
@@ -82,6 +101,8 @@ class ApiContext:
     options: ServerOptions
     storages: dict[tuple[str, str], ObjectStorage] = field(default_factory=dict)
     caches: dict[tuple[str, str], WatchCache] = field(default_factory=dict)
+    services: ServiceAllocator | None = None
+    """Hands out ClusterIPs and NodePorts (set by ``make_app``)."""
 
     def __post_init__(self) -> None:
         for rt in self.registry:

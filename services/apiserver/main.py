@@ -25,6 +25,10 @@ from component.flags import (
 from services.apiserver.connections import HEADER_TIMEOUT, default_max_connections
 from services.apiserver.context import ServerOptions
 from services.apiserver.service import ApiServer
+from services.apiserver.service_allocation import (
+    DEFAULT_CLUSTER_IP_RANGE,
+    DEFAULT_NODE_PORT_RANGE,
+)
 
 __all__ = ["build_parser", "main", "parse_args"]
 
@@ -134,6 +138,36 @@ def build_parser() -> argparse.ArgumentParser:
         "0 = no limit (default: sized from the open-files limit, "
         f"now {default_max_connections()})",
     )
+    p.add_argument(
+        "--service-cluster-ip-range",
+        default=DEFAULT_CLUSTER_IP_RANGE,
+        metavar="CIDR",
+        help="IPv4 range ClusterIPs are allocated from; its first address is the kubernetes "
+        f"Service's. Keep it on loopback, apart from the pod ranges "
+        f"(default: {DEFAULT_CLUSTER_IP_RANGE})",
+    )
+    p.add_argument(
+        "--service-node-port-range",
+        default=DEFAULT_NODE_PORT_RANGE,
+        metavar="FIRST-LAST",
+        help=f"ports NodePorts are allocated from (default: {DEFAULT_NODE_PORT_RANGE})",
+    )
+    p.add_argument(
+        "--service-repair-interval",
+        type=duration,
+        default=180.0,
+        metavar="DURATION",
+        help="time between passes of the ClusterIP/NodePort repair loop, which releases "
+        "allocations no Service holds and records ones a Service holds unrecorded (default: 3m)",
+    )
+    p.add_argument(
+        "--service-leak-grace",
+        type=duration,
+        default=60.0,
+        metavar="DURATION",
+        help="age an allocation no Service holds must reach before the repair loop releases "
+        "it (default: 1m)",
+    )
     add_log_flags(p)
     p.add_argument("--access-log", action="store_true", help="log every request")
     return p
@@ -160,6 +194,10 @@ def parse_args(argv: Sequence[str]) -> tuple[ServerOptions, argparse.Namespace]:
             max_mutating_requests_inflight=args.max_mutating_requests_inflight,
             request_header_timeout=args.request_header_timeout,
             max_open_connections=args.max_open_connections,
+            service_cluster_ip_range=args.service_cluster_ip_range,
+            service_node_port_range=args.service_node_port_range,
+            service_repair_interval=args.service_repair_interval,
+            service_leak_grace=args.service_leak_grace,
         )
     except ValueError as exc:
         parser.error(str(exc))

@@ -44,6 +44,7 @@ from services.apiserver.handlers import (
     object_response,
     require_verb,
 )
+from services.apiserver.service_allocation import Reservation, carry_over_allocations
 from services.apiserver.strategy import (
     allows_create_on_update,
     default_object,
@@ -119,6 +120,21 @@ def resolve(ctx: ApiContext, *, group: str, version: str, tail: str) -> Target:
 # -- handlers --------------------------------------------------------------------------------
 
 
+def _allocates(ctx: ApiContext, rt: ResourceType) -> bool:
+    """Services get their ClusterIP and node ports from the allocator on every write."""
+    return ctx.services is not None and (rt.group, rt.kind) == ("", "Service")
+
+
+async def _reserve(ctx: ApiContext, rt: ResourceType, obj: Obj) -> Reservation | None:
+    return await ctx.services.reserve(obj) if ctx.services and _allocates(ctx, rt) else None
+
+
+async def _settle(reservations: list[Reservation], final: Obj | None) -> None:
+    """Release what a write's reservations hold that ``final`` (None: nothing written) does not."""
+    for reservation in reservations:
+        await reservation.settle(final)
+
+
 async def create(request: web.Request, ctx: ApiContext, target: Target) -> web.Response:
     rt = target.rt
     if rt.namespaced and target.namespace is None:
@@ -146,10 +162,12 @@ async def create(request: web.Request, ctx: ApiContext, target: Target) -> web.R
         if dry_run:
             response = object_response(request, rt, obj, status=201)
             return fieldvalidation.add_warnings(response, warnings)
+        reservation = await _reserve(ctx, rt, obj)
         try:
             stored = await ctx.storage(rt).create(obj)
-        except AlreadyExists:
-            if generate and attempt + 1 < _GENERATE_ATTEMPTS:
+        except BaseException as exc:
+            await _settle([reservation] if reservation else [], None)
+            if isinstance(exc, AlreadyExists) and generate and attempt + 1 < _GENERATE_ATTEMPTS:
                 continue
             raise
         response = object_response(request, rt, stored, status=201)
@@ -181,6 +199,7 @@ async def update(request: web.Request, ctx: ApiContext, target: Target) -> web.R
     storage = ctx.storage(rt)
     dry_run = is_dry_run(request)
     dry: list[Obj] = []
+    reservations: list[Reservation] = []
 
     async def mutate(current: Obj) -> Obj:
         current_rv = current["metadata"].get("resourceVersion")
@@ -188,11 +207,16 @@ async def update(request: web.Request, ctx: ApiContext, target: Target) -> web.R
             raise storage.conflict(name)
         new = copy.deepcopy(body)
         prepare_for_update(rt, new, current)
+        if _allocates(ctx, rt):
+            carry_over_allocations(new, current)
         default_object(rt, new)
         validate_object(rt, new, old=current)
         if dry_run:
             dry.append(new)
             return current
+        reservation = await _reserve(ctx, rt, new)
+        if reservation is not None:
+            reservations.append(reservation)
         return new
 
     create_instead = None
@@ -206,11 +230,19 @@ async def update(request: web.Request, ctx: ApiContext, target: Target) -> web.R
             prepare_for_create(rt, obj)
             default_object(rt, obj)
             validate_object(rt, obj)
+            reservation = await _reserve(ctx, rt, obj)
+            if reservation is not None:
+                reservations.append(reservation)
             return obj
 
-    result = await storage.guaranteed_update(
-        target.namespace, name, mutate, create=None if dry_run else create_instead
-    )
+    try:
+        result = await storage.guaranteed_update(
+            target.namespace, name, mutate, create=None if dry_run else create_instead
+        )
+    except BaseException:
+        await _settle(reservations, None)
+        raise
+    await _settle(reservations, result.obj)
     if dry:
         return fieldvalidation.add_warnings(object_response(request, rt, dry[-1]), warnings)
     response = object_response(request, rt, result.obj, status=201 if result.created else 200)
@@ -225,6 +257,7 @@ async def patch(request: web.Request, ctx: ApiContext, target: Target) -> web.Re
     dry_run = is_dry_run(request)
     dry: list[Obj] = []
     warnings: list[str] = []
+    reservations: list[Reservation] = []
 
     async def mutate(current: Obj) -> Obj:
         current_meta = current["metadata"]
@@ -237,14 +270,24 @@ async def patch(request: web.Request, ctx: ApiContext, target: Target) -> web.Re
         if wanted_rv and wanted_rv != current_meta.get("resourceVersion"):
             raise storage.conflict(name)
         prepare_for_update(rt, new, current)
+        if _allocates(ctx, rt):
+            carry_over_allocations(new, current)
         default_object(rt, new)
         validate_object(rt, new, old=current)
         if dry_run:
             dry.append(new)
             return current
+        reservation = await _reserve(ctx, rt, new)
+        if reservation is not None:
+            reservations.append(reservation)
         return new
 
-    result = await storage.guaranteed_update(target.namespace, name, mutate)
+    try:
+        result = await storage.guaranteed_update(target.namespace, name, mutate)
+    except BaseException:
+        await _settle(reservations, None)
+        raise
+    await _settle(reservations, result.obj)
     response = object_response(request, rt, dry[-1] if dry else result.obj)
     return fieldvalidation.add_warnings(response, warnings)
 
