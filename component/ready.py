@@ -4,12 +4,15 @@ Why: launchers (``kubelite up``, ``kubelite.testing``, the benchmarks) start com
 port 0 and must learn the ports the OS picked, and when the component is up, without polling.
 So, on stderr, flushed, one line each::
 
-    kubelite: <component> <endpoint> listening on http://<host>:<port>
+    kubelite: <component> <endpoint> listening on <scheme>://<host>:<port>
     kubelite: <component> ready
 
-* ``component``: ``apiserver``, ``scheduler``, ``controller-manager`` or ``kubelet``;
+* ``component``: ``apiserver``, ``scheduler``, ``controller-manager``, ``kubelet``, ``proxy``
+  or ``dns``;
 * ``endpoint``: ``api`` (the apiserver's plain-HTTP port), ``health`` (the health/metrics
-  server), ``server`` (the kubelet's logs/exec server, 10250);
+  server), ``server`` (the kubelet's logs/exec server, 10250), ``dns`` (the DNS server's
+  UDP and TCP port);
+* ``scheme``: ``http`` for HTTP servers, ``dns`` for the DNS server;
 * a ``listening`` line is printed once the socket is bound, for each endpoint;
 * ``ready`` once every endpoint listens and the component has started its work (its tasks run;
   it has not necessarily synced with the apiserver yet — ``/readyz`` says that).
@@ -37,13 +40,13 @@ __all__ = [
     "ready_line",
 ]
 
-COMPONENTS = ("apiserver", "scheduler", "controller-manager", "kubelet")
-ENDPOINTS = ("api", "health", "server")
+COMPONENTS = ("apiserver", "scheduler", "controller-manager", "kubelet", "proxy", "dns")
+ENDPOINTS = ("api", "health", "server", "dns")
 
 _COMPONENT = "|".join(re.escape(c) for c in COMPONENTS)
 _LISTENING = re.compile(
     rf"kubelite: (?P<component>{_COMPONENT}) (?P<endpoint>{'|'.join(ENDPOINTS)}) listening on "
-    r"http://(?:\[(?P<ipv6>[^\]]+)\]|(?P<host>[^\s:/\[\]]+)):(?P<port>\d+)$"
+    r"(?P<scheme>http|dns)://(?:\[(?P<ipv6>[^\]]+)\]|(?P<host>[^\s:/\[\]]+)):(?P<port>\d+)$"
 )
 _READY = re.compile(rf"kubelite: (?P<component>{_COMPONENT}) ready$")
 
@@ -58,10 +61,11 @@ class Listening:
     endpoint: str
     host: str
     port: int
+    scheme: str = "http"
 
     @property
     def url(self) -> str:
-        return f"http://{_url_host(self.host)}:{self.port}"
+        return f"{self.scheme}://{_url_host(self.host)}:{self.port}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,10 +73,12 @@ class Ready:
     component: str
 
 
-def listening_line(*, component: str, endpoint: str, host: str, port: int) -> str:
+def listening_line(
+    *, component: str, endpoint: str, host: str, port: int, scheme: str = "http"
+) -> str:
     if component not in COMPONENTS or endpoint not in ENDPOINTS:
         raise ValueError(f"no ready line for component {component!r}, endpoint {endpoint!r}")
-    return f"kubelite: {component} {endpoint} listening on http://{_url_host(host)}:{port}"
+    return f"kubelite: {component} {endpoint} listening on {scheme}://{_url_host(host)}:{port}"
 
 
 def ready_line(component: str) -> str:
@@ -81,8 +87,12 @@ def ready_line(component: str) -> str:
     return f"kubelite: {component} ready"
 
 
-def announce_listening(*, component: str, endpoint: str, host: str, port: int) -> None:
-    line = listening_line(component=component, endpoint=endpoint, host=host, port=port)
+def announce_listening(
+    *, component: str, endpoint: str, host: str, port: int, scheme: str = "http"
+) -> None:
+    line = listening_line(
+        component=component, endpoint=endpoint, host=host, port=port, scheme=scheme
+    )
     print(line, file=sys.stderr, flush=True)
 
 
@@ -100,6 +110,7 @@ def parse_line(line: str | bytes) -> Listening | Ready | None:
             endpoint=match["endpoint"],
             host=match["ipv6"] or match["host"],
             port=int(match["port"]),
+            scheme=match["scheme"],
         )
     if (match := _READY.search(text)) is not None:
         return Ready(component=match["component"])
