@@ -242,6 +242,7 @@ REGISTRY: Registry = Registry(
                 Subresource("binding", "Binding", verbs=("create",)),
                 Subresource("log", "Pod", verbs=("get",)),
                 Subresource("exec", "PodExecOptions", verbs=("create", "get")),
+                Subresource("portforward", "PodPortForwardOptions", verbs=("create", "get")),
                 Subresource("eviction", "Eviction", group="policy", verbs=("create",)),
             ),
             field_getters={

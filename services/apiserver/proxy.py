@@ -1,6 +1,6 @@
-"""``pods/{name}/log`` and ``pods/{name}/exec``: the apiserver forwards them to the pod's kubelet.
+"""``pods/{name}/log``, ``exec`` and ``portforward``: the apiserver forwards them to the kubelet.
 
-Why: as in Kubernetes, logs and exec are served by the kubelet of the pod's node; the apiserver
+Why: as in Kubernetes, logs, exec and port-forward are served by the kubelet of the pod's node; the apiserver
 only finds that kubelet — the node's ``InternalIP`` and ``status.daemonEndpoints.kubeletEndpoint
 .Port`` — checks the request against the pod (container name, phase) and relays bytes. The
 kubelet URL is assembled from a parsed address (a bare IP or DNS name, ``api.addresses``) and an
@@ -15,14 +15,22 @@ any other URL; a Node with no such address is a 503 ``no preferred addresses fou
 * ``GET .../exec?command=..&container=&stdin=&stdout=&stderr=&tty=`` with a WebSocket upgrade →
   a WebSocket to the kubelet's ``/exec/...`` offering the client's subprotocols; the one the
   kubelet picks (``v5.channel.k8s.io`` for kubectl >= 1.30) is the one answered to the client, and
-  frames — binary and text alike, as each is — are relayed both ways until either side closes. Non-WebSocket upgrades (SPDY, from
-  kubectl <= 1.29 or with websockets disabled) get a 400 ``Status``.
+  frames — binary and text alike, as each is — are relayed both ways until either side closes.
+  Non-WebSocket upgrades (SPDY, from kubectl <= 1.29 or with websockets disabled) get a 400
+  ``Status``.
+* ``.../portforward`` → the kubelet's ``/portForward/{ns}/{pod}`` (the pod must be on a node):
+  a WebSocket (kubectl >= 1.31's ``SPDY/3.1+portforward.k8s.io`` tunnel, or the official
+  clients' ``v4.channel.k8s.io`` with ``?ports=80,..`` passed on as the kubelet's ``port``
+  parameters) is relayed frame by frame as exec is; a plain ``Upgrade: SPDY/3.1`` (kubectl
+  1.30 and older, ``X-Stream-Protocol-Version: portforward.k8s.io``) is answered 101 here and
+  its bytes carried to the kubelet in that same tunnel (``raw_upgrade.py`` takes the socket
+  over) — the reverse of Kubernetes, whose apiserver turns the WebSocket tunnel into SPDY for
+  the kubelet; here the kubelet needs only WebSocket.
 
 Wiring: ``setup_proxy(app)`` registers the routes (before ``setup_rest``, whose catch-all route
 would take them otherwise) and owns one client session through ``cleanup_ctx``.
 
-Limits: plain HTTP to the kubelet (no TLS, no kubelet auth); no ``attach``, ``portforward`` or
-``nodes/proxy``.
+Limits: plain HTTP to the kubelet (no TLS, no kubelet auth); no ``attach`` or ``nodes/proxy``.
 """
 
 from __future__ import annotations
@@ -38,8 +46,9 @@ from aiohttp import web
 from yarl import URL
 
 from api.addresses import dialable_address
-from api.errors import BadRequest, InternalError, NotFound, ServiceUnavailable
+from api.errors import BadRequest, Forbidden, InternalError, NotFound, ServiceUnavailable
 from services.apiserver.context import CONTEXT
+from services.apiserver.raw_upgrade import RawUpgrade
 
 __all__ = ["setup_proxy"]
 
@@ -55,6 +64,11 @@ LOG_PARAMS = (
     "limitBytes",
 )
 EXEC_FLAGS = ("stdin", "stdout", "stderr", "tty")
+SPDY = "SPDY/3.1"
+PORT_FORWARD_PROTOCOL = "portforward.k8s.io"
+SPDY_TUNNEL_PROTOCOL = f"{SPDY}+{PORT_FORWARD_PROTOCOL}"
+"""kubectl 1.31+'s WebSocket subprotocol for SPDY carried in binary messages; also what the
+kubelet is asked for when a client upgrades to plain SPDY."""
 
 _SESSION: web.AppKey[aiohttp.ClientSession] = web.AppKey(
     "kubelet_proxy_session", aiohttp.ClientSession
@@ -136,9 +150,9 @@ def kubelet_url(node: Obj) -> URL:
     return URL.build(scheme="http", host=host, port=port)
 
 
-def _kubelet_path(kind: str, namespace: str, pod: str, container: str) -> str:
+def _kubelet_path(kind: str, *segments: str) -> str:
     """The kubelet's path, each segment percent-encoded (a ``/`` cannot add a segment)."""
-    return "/".join(("", kind, *(quote(part, safe="") for part in (namespace, pod, container))))
+    return "/".join(("", kind, *(quote(part, safe="") for part in segments)))
 
 
 async def _pod_log(request: web.Request) -> web.StreamResponse:
@@ -195,12 +209,20 @@ async def _pod_exec(request: web.Request) -> web.StreamResponse:
     base = await _kubelet_base(request, pod)
     if base is None:
         raise BadRequest(f"pod {name} does not have a host assigned")
-    offered = [
-        p.strip() for p in request.headers.get("Sec-WebSocket-Protocol", "").split(",") if p.strip()
-    ]
     params: list[tuple[str, str]] = [("command", c) for c in request.query.getall("command")]
     params += [(k, request.query[k]) for k in EXEC_FLAGS if k in request.query]
     url = base.with_path(_kubelet_path("exec", namespace, name, container), encoded=True)
+    return await _relay_websocket(request, url, params, label=f"exec {namespace}/{name}")
+
+
+async def _relay_websocket(
+    request: web.Request, url: URL, params: list[tuple[str, str]], *, label: str
+) -> web.WebSocketResponse:
+    """Open a WebSocket to the kubelet offering the client's subprotocols, answer the client
+    with the one the kubelet picked, and relay frames both ways until either side closes."""
+    offered = [
+        p.strip() for p in request.headers.get("Sec-WebSocket-Protocol", "").split(",") if p.strip()
+    ]
     try:
         upstream = await request.app[_SESSION].ws_connect(
             url, params=params, protocols=offered, autoping=True, max_msg_size=0
@@ -215,11 +237,9 @@ async def _pod_exec(request: web.Request) -> web.StreamResponse:
     try:
         await client_ws.prepare(request)
         to_kubelet = asyncio.create_task(
-            _relay(client_ws, upstream), name=f"exec relay {namespace}/{name} ->kubelet"
+            _relay(client_ws, upstream), name=f"{label} relay ->kubelet"
         )
-        to_client = asyncio.create_task(
-            _relay(upstream, client_ws), name=f"exec relay {namespace}/{name} ->client"
-        )
+        to_client = asyncio.create_task(_relay(upstream, client_ws), name=f"{label} relay ->client")
         await asyncio.wait({to_kubelet, to_client}, return_when=asyncio.FIRST_COMPLETED)
         for task in (to_kubelet, to_client):
             task.cancel()
@@ -229,6 +249,97 @@ async def _pod_exec(request: web.Request) -> web.StreamResponse:
         if not client_ws.closed:
             await client_ws.close()
     return client_ws
+
+
+async def _pod_portforward(request: web.Request) -> web.StreamResponse:
+    namespace, name = request.match_info["namespace"], request.match_info["name"]
+    pod = await _get(request, "pods", namespace, name)
+    base = await _kubelet_base(request, pod)
+    if base is None:
+        raise BadRequest(f"pod {name} does not have a host assigned")
+    url = base.with_path(_kubelet_path("portForward", namespace, name), encoded=True)
+    upgrade = request.headers.get("Upgrade", "").lower()
+    if upgrade == "websocket":
+        offered = request.headers.get("Sec-WebSocket-Protocol", "")
+        tunnel = SPDY_TUNNEL_PROTOCOL in (p.strip() for p in offered.split(","))
+        params = [] if tunnel else [("port", str(port)) for port in _forward_ports(request)]
+        return await _relay_websocket(
+            request, url, params, label=f"port-forward {namespace}/{name}"
+        )
+    if upgrade == SPDY.lower():
+        return await _tunnel_spdy(request, url, label=f"port-forward {namespace}/{name}")
+    raise BadRequest("Upgrade request required")
+
+
+def _forward_ports(request: web.Request) -> list[int]:
+    """``ports`` (repeated or comma-separated), as ``PodPortForwardOptions`` reads them."""
+    ports: list[int] = []
+    for value in request.query.getall("ports", []):
+        for part in value.split(","):
+            if not part.strip().isdigit() or not 0 < int(part) < 65536:
+                raise BadRequest(f'unable to parse "{part}" as a port: must be 1-65535')
+            ports.append(int(part))
+    if not ports:
+        raise BadRequest('query parameter "ports" is required')
+    return ports
+
+
+async def _tunnel_spdy(request: web.Request, url: URL, *, label: str) -> web.StreamResponse:
+    """A plain ``Upgrade: SPDY/3.1``: answer 101 and carry the client's SPDY byte stream to
+    the kubelet inside a WebSocket (``SPDY/3.1+portforward.k8s.io``) — the form kubectl 1.31+
+    sends by itself — each read one binary message, each message back written as it comes."""
+    offered = [
+        v.strip()
+        for header in request.headers.getall("X-Stream-Protocol-Version", [])
+        for v in header.split(",")
+    ]
+    if offered and PORT_FORWARD_PROTOCOL not in offered:
+        raise Forbidden(
+            f"unable to upgrade: unable to negotiate protocol: client supports {offered}, "
+            f"server supports [{PORT_FORWARD_PROTOCOL}]"
+        )
+    try:
+        upstream = await request.app[_SESSION].ws_connect(
+            url, protocols=[SPDY_TUNNEL_PROTOCOL], autoping=True, max_msg_size=0
+        )
+    except aiohttp.WSServerHandshakeError as exc:
+        raise BadRequest(f"unable to upgrade connection: {exc.message}") from None
+    except aiohttp.ClientError as exc:
+        raise InternalError(f"error dialing backend: {exc}") from None
+    raw = RawUpgrade(request)
+    try:
+        if upstream.protocol != SPDY_TUNNEL_PROTOCOL:
+            raise InternalError(f"the kubelet did not agree to {SPDY_TUNNEL_PROTOCOL}")
+        await raw.accept(
+            {
+                "Connection": "Upgrade",
+                "Upgrade": SPDY,
+                "X-Stream-Protocol-Version": PORT_FORWARD_PROTOCOL,
+            }
+        )
+
+        async def to_kubelet() -> None:
+            while data := await raw.read():
+                await upstream.send_bytes(data)
+
+        async def to_client() -> None:
+            async for msg in upstream:
+                if msg.type != aiohttp.WSMsgType.BINARY:
+                    break
+                await raw.write(msg.data)
+
+        tasks = {
+            asyncio.create_task(to_kubelet(), name=f"{label} relay ->kubelet"),
+            asyncio.create_task(to_client(), name=f"{label} relay ->client"),
+        }
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    finally:
+        await upstream.close()
+        raw.close()
+    return raw.response
 
 
 async def _relay(
@@ -246,8 +357,9 @@ async def _relay(
 
 
 def setup_proxy(app: web.Application) -> None:
-    """Serve ``pods/{name}/log`` and ``pods/{name}/exec``; call before ``setup_rest(app)``."""
+    """Serve ``pods/{name}/log``, ``exec`` and ``portforward``; call before ``setup_rest(app)``."""
     app.cleanup_ctx.append(_session_lifetime)
     prefix = "/api/v1/namespaces/{namespace}/pods/{name}"
     app.router.add_get(prefix + "/log", _pod_log)
     app.router.add_route("*", prefix + "/exec", _pod_exec)
+    app.router.add_route("*", prefix + "/portforward", _pod_portforward)

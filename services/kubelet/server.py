@@ -1,4 +1,4 @@
-"""The kubelet's own HTTP server: container logs and exec, for the apiserver to proxy to.
+"""The kubelet's own HTTP server: container logs, exec and port-forward, for the apiserver.
 
 Why: ``kubectl logs`` and ``kubectl exec`` go to the apiserver, which forwards them to the
 kubelet of the pod's node (``status.daemonEndpoints.kubeletEndpoint.Port`` on its InternalIP), as
@@ -18,10 +18,14 @@ Routes (the kubelet's own paths, which the apiserver's proxy rewrites to):
   ``Status``: Success, or Failure/NonZeroExitCode with the exit code as a cause), 4 resize
   (``{"Width":..,"Height":..}``), 255 close-a-stream (v5) — then a normal close. Client frames
   are read whether BINARY or TEXT.
+* ``GET /portForward/{namespace}/{pod}[?port=80&port=..]``: a WebSocket speaking
+  ``SPDY/3.1+portforward.k8s.io`` (kubectl's SPDY streams, tunnelled; no ``port`` needed) or the
+  ``v4.channel.k8s.io`` channels of the official clients (``port`` required) — the protocols
+  are ``port_forward.py``'s; the pod's ports are dialled on its pod IP.
 * ``GET /healthz``; ``GET /pods`` (the pods this kubelet runs, as a PodList).
 
-Limits: no authentication (it binds loopback by default), no attach, no port-forward, no
-SPDY (kubectl >= 1.30 speaks WebSocket).
+Limits: no authentication (it binds loopback by default), no attach; WebSocket only — a plain
+``Upgrade: SPDY/3.1`` is turned into the tunnelled form by the apiserver, never served here.
 """
 
 from __future__ import annotations
@@ -46,6 +50,13 @@ from services.kubelet.channels import (
     exec_status,
 )
 from services.kubelet.logs import LogOptions, read_log
+from services.kubelet.port_forward import (
+    PORT_FORWARD_PROTOCOLS,
+    SPDY_TUNNEL_PROTOCOL,
+    PodTarget,
+    forward_channels,
+    forward_spdy,
+)
 from services.kubelet.runtime.base import ContainerRecord, ExecSession, Runtime
 
 __all__ = ["PodLookup", "ServedPod", "make_server_app"]
@@ -253,6 +264,60 @@ async def _pump_input(
     await session.kill()
 
 
+def _forward_target(request: web.Request) -> PodTarget:
+    namespace, name = request.match_info["namespace"], request.match_info["pod"]
+    found = request.app[SERVER_LOOKUP].find_pod(namespace=namespace, name=name)
+    if found is None:
+        raise NotFound(f'pod not found ("{name}_{namespace}")')
+    served, runtime = found
+    uid = str(served.pod["metadata"].get("uid") or "")
+    ip = runtime.pod_ip(uid)
+    if not ip:
+        raise BadRequest(f"pod {name} has no IP address yet")
+    return PodTarget(name=f"{namespace}/{name}", uid=uid, ip=ip)
+
+
+def _forward_ports(request: web.Request) -> list[int]:
+    """The ``port`` query parameters (each may list several, comma-separated)."""
+    raw = request.query.getall("port", [])
+    if not raw:
+        raise BadRequest('query parameter "port" is required')
+    ports = []
+    for value in raw:
+        for part in value.split(","):
+            if not part.isdigit() or not 0 < int(part) < 65536:
+                raise BadRequest(f'unable to parse "{value}" as a port')
+            ports.append(int(part))
+    return ports
+
+
+async def _port_forward(request: web.Request) -> web.StreamResponse:
+    offered = {
+        p.strip() for p in request.headers.get("Sec-WebSocket-Protocol", "").split(",") if p.strip()
+    }
+    tunnel = SPDY_TUNNEL_PROTOCOL in offered
+    try:
+        target = _forward_target(request)
+        if request.headers.get("Upgrade", "").lower() != "websocket":
+            raise BadRequest("Upgrade request required")
+        ports = [] if tunnel else _forward_ports(request)
+    except StatusError as exc:
+        return _status_response(exc)
+    ws = web.WebSocketResponse(protocols=PORT_FORWARD_PROTOCOLS, autoping=True, max_msg_size=0)
+    await ws.prepare(request)
+    log.info(
+        "port-forward to %s (%s) over %s",
+        target.name,
+        target.ip,
+        ws.ws_protocol or "channel.k8s.io",
+    )
+    if ws.ws_protocol == SPDY_TUNNEL_PROTOCOL:
+        await forward_spdy(ws, target)
+    else:
+        await forward_channels(ws, target, ports)
+    return ws
+
+
 async def _healthz(request: web.Request) -> web.Response:
     return web.Response(text="ok")
 
@@ -271,4 +336,5 @@ def make_server_app(lookup: PodLookup) -> web.Application:
     app.router.add_get("/pods", _pods)
     app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", _container_logs)
     app.router.add_route("*", "/exec/{namespace}/{pod}/{container}", _exec)
+    app.router.add_get("/portForward/{namespace}/{pod}", _port_forward)
     return app
