@@ -279,6 +279,7 @@ class StatefulSetControl:
                 if await step(rnd, pod):
                     return True
             return False
+        # slow_start_batch calls fn() once per pod, in order: each call takes the next pod
         queue = iter(pods)
         _, error = await slow_start_batch(len(pods), initial=1, fn=lambda: step(rnd, next(queue)))
         if error is not None:

@@ -1,12 +1,14 @@
 """StatefulSet pod management against real processes (apiserver, controller-manager, scheduler,
 sim kubelets): ``OrderedReady`` creates ``web-1`` only once ``web-0`` is Running and Ready and
 scales down from the highest ordinal, one pod at a time; ``Parallel`` creates every pod at once;
-each pod has its stable identity; a failed pod is replaced under the same name."""
+each pod has its stable identity; a failed pod is replaced under the same name;
+``minReadySeconds`` holds the next ordinal until its predecessor has been ready that long."""
 
 from __future__ import annotations
 
 import pytest
 
+from api.meta import parse_time
 from kubelite.testing.waiting import Watcher
 from tests import factories
 from tests.controller_manager.conftest import Cluster
@@ -179,3 +181,21 @@ async def test_a_failed_pod_is_replaced_under_its_name(cluster: Cluster) -> None
             lambda _o: replaced(_o) and running_and_ready(pods.get("default/web-1")),
             what="the new web-1 Running and Ready",
         )
+
+
+async def test_min_ready_seconds_holds_the_next_ordinal_until_available(cluster: Cluster) -> None:
+    client = cluster.client
+    await cluster.start_nodes("node1")
+    body = factories.stateful_set("web", replicas=2, minReadySeconds=2)
+    async with Watcher(client, PODS, namespace="default", label_selector="app=web") as pods:
+        await client.create(STATEFULSETS, body, namespace="default")
+        got = await pods.wait_until(
+            lambda o: len(o) == 2 and all(running_and_ready(p) for p in o), what="2 ready pods"
+        )
+    web0, web1 = sorted(got, key=ordinal)
+    became_ready = next(
+        c["lastTransitionTime"] for c in web0["status"]["conditions"] if c["type"] == "Ready"
+    )
+    # both stamps come from the apiserver's clock, in whole seconds
+    waited = parse_time(web1["metadata"]["creationTimestamp"]) - parse_time(became_ready)
+    assert waited.total_seconds() >= 2
