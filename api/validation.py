@@ -1163,6 +1163,7 @@ def _pod_disruption_budget(obj: dict[str, Any]) -> list[Cause]:
 _PROTOCOLS = ("SCTP", "TCP", "UDP")
 _MAX_SLICE_ADDRESSES = 100
 _MAX_SLICE_PORTS = 20000
+_LINK_LOCAL_MULTICAST = (ipaddress.ip_network("224.0.0.0/24"), ipaddress.ip_network("ff02::/16"))
 
 
 def _too_many(field: str, count: int, limit: int) -> Cause:
@@ -1180,7 +1181,7 @@ def _special_ip(field: str, ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -
         return [invalid(field, text, f"may not be unspecified ({text})")]
     if ip.is_link_local:
         return [invalid(field, text, "may not be in the link-local range (169.254.0.0/16, fe80::/10)")]  # fmt: skip
-    if ip in ipaddress.ip_network("224.0.0.0/24") or ip in ipaddress.ip_network("ff02::/10"):
+    if any(ip in net for net in _LINK_LOCAL_MULTICAST):
         return [invalid(field, text, "may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)")]  # fmt: skip
     return []
 

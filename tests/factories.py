@@ -24,6 +24,7 @@ __all__ = [
     "container",
     "controlled_by",
     "deployment",
+    "endpoint_slice",
     "event",
     "job",
     "namespace",
@@ -40,6 +41,7 @@ __all__ = [
     "sched_pod",
     "sh",
     "sim_exit",
+    "slice_endpoint",
     "sleeper",
     "storage_class",
     "yaml_of",
@@ -480,3 +482,75 @@ def sched_pod(
     kw.setdefault("namespace", "default")
     main = container("c", "nginx", cpu=cpu, memory=memory)
     return pod(name, main, uid=f"uid-{name}", **kw, **spec)
+
+
+def service(
+    name: str,
+    *,
+    selector: dict[str, str] | None = None,
+    ports: list[Obj] | None = None,
+    **spec: Any,
+) -> Obj:
+    """A Service selecting ``selector`` (none: endpoints written by hand), port 80 by default."""
+    body: Obj = {"ports": ports if ports is not None else [{"port": 80}], **spec}
+    if selector is not None:
+        body["selector"] = dict(selector)
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name}, "spec": body}
+
+
+def endpoints(name: str, *ips: str, port: int = 80, not_ready: tuple[str, ...] = ()) -> Obj:
+    """A hand-written Endpoints object: ``ips`` ready, ``not_ready`` not, on one port."""
+    subset: Obj = {"ports": [{"port": port}]}
+    if ips:
+        subset["addresses"] = [{"ip": ip} for ip in ips]
+    if not_ready:
+        subset["notReadyAddresses"] = [{"ip": ip} for ip in not_ready]
+    return {
+        "apiVersion": "v1",
+        "kind": "Endpoints",
+        "metadata": {"name": name},
+        "subsets": [subset],
+    }
+
+
+def slice_endpoint(
+    ip: str,
+    *,
+    node: str | None = None,
+    ready: bool | None = True,
+    serving: bool | None = None,
+    terminating: bool | None = None,
+) -> Obj:
+    """One ``endpoints[]`` item of an EndpointSlice; a condition left None is left out."""
+    conditions = {
+        name: value
+        for name, value in (("ready", ready), ("serving", serving), ("terminating", terminating))
+        if value is not None
+    }
+    item: Obj = {"addresses": [ip], "conditions": conditions}
+    if node is not None:
+        item["nodeName"] = node
+    return item
+
+
+def endpoint_slice(
+    service: str,
+    *endpoints: Obj,
+    ports: list[Obj] | None = None,
+    name: str | None = None,
+    namespace: str = "default",
+    address_type: str = "IPv4",
+) -> Obj:
+    """A discovery.k8s.io/v1 EndpointSlice of ``service`` (port 80/TCP unnamed by default)."""
+    return {
+        "apiVersion": "discovery.k8s.io/v1",
+        "kind": "EndpointSlice",
+        "metadata": {
+            "name": name or f"{service}-abcde",
+            "namespace": namespace,
+            "labels": {"kubernetes.io/service-name": service},
+        },
+        "addressType": address_type,
+        "endpoints": list(endpoints),
+        "ports": ports if ports is not None else [{"name": "", "port": 80, "protocol": "TCP"}],
+    }
