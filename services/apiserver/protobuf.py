@@ -1,7 +1,7 @@
 """Kubernetes protobuf request bodies, decoded into the JSON dicts the JSON path produces.
 
 Why: kubectl 1.32+ sends the body of its typed-client commands (``create namespace``, ``create
-deployment``, ``create job|cronjob|pdb``, ``debug node/…``, ``debug --copy-to``) as ``application/vnd.kubernetes.protobuf``.
+deployment``, ``create job|cronjob|pdb``, ``create service``, ``debug node/…``, ``debug --copy-to``) as ``application/vnd.kubernetes.protobuf``.
 client-go has no fallback to JSON after a 415 (it falls back only from CBOR, behind a feature gate
 that is off), so an apiserver that cannot read protobuf cannot serve those commands at all.
 
@@ -340,6 +340,22 @@ _MESSAGES: dict[str, str] = {
     "LeaseSpec": "1 holderIdentity ?str; 2 leaseDurationSeconds ?i32; 3 acquireTime MicroTime;"
         " 4 renewTime MicroTime; 5 leaseTransitions ?i32; 6 strategy ?str;"
         " 7 preferredHolder ?str",
+    "Service": "1 metadata ObjectMeta; 2 spec ServiceSpec; 3 status ServiceStatus",
+    "ServiceSpec": "1 ports *ServicePort; 2 selector {str}; 3 clusterIP str; 18 clusterIPs *str;"
+        " 4 type str; 5 externalIPs *str; 7 sessionAffinity str; 8 loadBalancerIP str;"
+        " 9 loadBalancerSourceRanges *str; 10 externalName str; 11 externalTrafficPolicy str;"
+        " 12 healthCheckNodePort i32; 13 publishNotReadyAddresses bool;"
+        " 14 sessionAffinityConfig SessionAffinityConfig; 19 ipFamilies *str;"
+        " 17 ipFamilyPolicy ?str; 20 allocateLoadBalancerNodePorts ?bool;"
+        " 21 loadBalancerClass ?str; 22 internalTrafficPolicy ?str; 23 trafficDistribution ?str",
+    "ServicePort": "1 name str; 2 protocol str; 6 appProtocol ?str; 3 port !i32;"
+        " 4 targetPort IntOrString; 5 nodePort i32",
+    "SessionAffinityConfig": "1 clientIP ClientIPConfig",
+    "ClientIPConfig": "1 timeoutSeconds ?i32",
+    "ServiceStatus": "1 loadBalancer LoadBalancerStatus; 2 conditions *Condition",
+    "LoadBalancerStatus": "1 ingress *LoadBalancerIngress",
+    "LoadBalancerIngress": "1 ip str; 2 hostname str; 3 ipMode ?str; 4 ports *PortStatus",
+    "PortStatus": "1 port !i32; 2 protocol !str; 3 error ?str",
     "Eviction": "1 metadata ObjectMeta; 2 deleteOptions DeleteOptions",
     "Scale": "1 metadata ObjectMeta; 2 spec ScaleSpec; 3 status ScaleStatus",
     "ScaleSpec": "1 replicas i32",
@@ -356,6 +372,7 @@ _KINDS: dict[tuple[str, str], str] = {
     ("v1", "ConfigMap"): "ConfigMap",
     ("v1", "Secret"): "Secret",
     ("v1", "ServiceAccount"): "ServiceAccount",
+    ("v1", "Service"): "Service",
     ("apps/v1", "Deployment"): "Deployment",
     ("apps/v1", "ReplicaSet"): "ReplicaSet",
     ("coordination.k8s.io/v1", "Lease"): "Lease",

@@ -7,7 +7,8 @@ Kubernetes' own printers compute them (``pkg/printers/internalversion/printers.g
 status word (``Init:0/1``, ``CrashLoopBackOff``, ``Completed``, ``Terminating``...), restarts as
 ``"3 (5m ago)"``, node ``Ready,SchedulingDisabled`` and roles, replica counts, a Job's status word and ``1/1`` completions, a
 CronJob's schedule, a budget's ``N/A``, endpoints as ``ip:port,... + N more...``, a revision's ``statefulset.apps/web``, event columns,
-secrets' types and data counts, a storage class's ``(default)`` mark, volumes' and claims'
+secrets' types and data counts, a Service's ``CLUSTER-IP``, ``EXTERNAL-IP`` (``<pending>``) and
+``80:30080/TCP`` ports, a storage class's ``(default)`` mark, volumes' and claims'
 ``RWO,ROX`` access modes and ``ns/claim``, and ages in ``HumanDuration`` form (``45s``,
 ``5m2s``, ``3h``, ``2d``).
 
@@ -933,6 +934,72 @@ def _count(value: Any) -> int:
     return len(value) if isinstance(value, Mapping | list) else 0
 
 
+def _service_external_ip(svc: Obj) -> str:
+    """``getServiceExternalIP``: external IPs, a LoadBalancer's ingress (``<pending>`` until it
+    has one), an ExternalName's name; ``<none>`` otherwise."""
+    spec = _spec(svc)
+    external = [str(ip) for ip in spec.get("externalIPs") or []]
+    kind = spec.get("type") or "ClusterIP"
+    if kind == "ExternalName":
+        return str(spec.get("externalName") or "")
+    if kind == "LoadBalancer":
+        ingress = (_status(svc).get("loadBalancer") or {}).get("ingress") or []
+        addresses = [str(i.get("ip") or i.get("hostname") or "") for i in ingress]
+        addresses = [a for a in addresses if a]
+        if addresses:
+            return ",".join(addresses + external)
+        return "<pending>"
+    return ",".join(external) if external else "<none>"
+
+
+def _service_ports(ports: Any) -> str:
+    """``makePortString``: ``80/TCP``, ``80:30080/TCP`` with a node port, comma-separated."""
+    out = []
+    for port in ports or []:
+        text = f"{port.get('port')}/{port.get('protocol') or 'TCP'}"
+        if port.get("nodePort"):
+            text = f"{port.get('port')}:{port.get('nodePort')}/{port.get('protocol') or 'TCP'}"
+        out.append(text)
+    return ",".join(out) if out else "<none>"
+
+
+def _service_cells(svc: Obj, now: datetime) -> list[Any]:
+    spec = _spec(svc)
+    cluster_ips = spec.get("clusterIPs") or ([spec["clusterIP"]] if spec.get("clusterIP") else [])
+    return [
+        _meta(svc).get("name"),
+        spec.get("type") or "",
+        ",".join(cluster_ips) if cluster_ips else "<none>",
+        _service_external_ip(svc),
+        _service_ports(spec.get("ports")),
+        _age(svc, now),
+        _format_labels(spec.get("selector")),
+    ]
+
+
+SERVICE_PRINTER = TablePrinter(
+    columns=(
+        NAME,
+        Column("Type", description="type determines how the Service is exposed."),
+        Column("Cluster-IP", description="clusterIP is the IP address of the service."),
+        Column(
+            "External-IP",
+            description="externalIPs is a list of IP addresses for which nodes in the cluster "
+            "will also accept traffic for this service.",
+        ),
+        Column("Port(s)", description="The list of ports that are exposed by this service."),
+        AGE,
+        Column(
+            "Selector",
+            priority=1,
+            description="Route service traffic to pods with label keys and values matching "
+            "this selector.",
+        ),
+    ),
+    cells=_service_cells,
+)
+
+
 def _configmap_cells(cm: Obj, now: datetime) -> list[Any]:
     """``printConfigMap``: NAME DATA AGE (``data`` and ``binaryData`` keys together)."""
     data = _count(cm.get("data")) + _count(cm.get("binaryData"))
@@ -1145,6 +1212,7 @@ PRINTERS: dict[tuple[str, str], TablePrinter] = {
     ("", "Event"): EVENT_PRINTER,
     ("events.k8s.io", "Event"): EVENT_PRINTER,
     ("", "Namespace"): NAMESPACE_PRINTER,
+    ("", "Service"): SERVICE_PRINTER,
     ("coordination.k8s.io", "Lease"): LEASE_PRINTER,
     ("", "ConfigMap"): CONFIGMAP_PRINTER,
     ("", "Secret"): SECRET_PRINTER,
