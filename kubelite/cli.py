@@ -17,6 +17,7 @@ COMMANDS: dict[str, str] = {
     "scheduler": "services.scheduler.main",
     "controller-manager": "services.controller_manager.main",
     "kubelet": "services.kubelet.main",
+    "proxy": "services.proxy.main",
     "up": "kubelite.up",
 }
 
@@ -27,6 +28,7 @@ commands:
   scheduler            binds pending pods to nodes
   controller-manager   replication, deployments, node lifecycle, garbage collection
   kubelet              the node agent that runs pods
+  proxy                forwards Service addresses to ready endpoints (kube-proxy's job)
   up                   the whole cluster as supervised processes
 
 Run 'kubelite <command> --help' for a command's flags."""

@@ -4,7 +4,8 @@ Why: ``kubelite up``, ``docker-compose.yml``, the tests and the benchmarks all s
 four components; when each spelled its command lines by hand, a flag renamed in one place broke
 the others. Here, one function per component turns typed options into a ``Command``:
 
-* ``apiserver(...)``, ``scheduler(...)``, ``controller_manager(...)``, ``kubelet(...)``;
+* ``apiserver(...)``, ``scheduler(...)``, ``controller_manager(...)``, ``kubelet(...)``,
+  ``proxy(...)``;
 * ``Command.python()``: ``[sys.executable, "-m", "services.<name>", *flags]`` — what
   ``kubelite up``, the tests and the benchmarks run;
 * ``Command.kubelite()``: ``["<sub-command>", *flags]`` — what follows ``kubelite`` (the
@@ -34,6 +35,7 @@ __all__ = [
     "apiserver",
     "controller_manager",
     "kubelet",
+    "proxy",
     "scheduler",
 ]
 
@@ -42,6 +44,7 @@ MODULES = {
     "scheduler": "services.scheduler",
     "controller-manager": "services.controller_manager",
     "kubelet": "services.kubelet",
+    "proxy": "services.proxy",
 }
 """Sub-command (and ready-line component name) -> the module ``python -m`` runs."""
 
@@ -195,3 +198,26 @@ def kubelet(
         durations=("sim-start-delay",),
     )
     return Command("kubelet", (*args, *_log(log_level, verbosity), *extra))
+
+
+def proxy(
+    *,
+    server: str | Sequence[str] | None = None,
+    hostname_override: str | Sequence[str] | None = None,
+    nodeport_addresses: str | Sequence[str] | None = None,
+    healthz_bind_address: str | None = None,
+    healthz_port: int | None = None,
+    balance: str | None = None,
+    log_level: str | None = None,
+    verbosity: int | None = None,
+    extra: Sequence[str] = (),
+) -> Command:
+    args = _flags(
+        ("server", server),
+        ("hostname-override", hostname_override),
+        ("nodeport-addresses", nodeport_addresses),
+        ("healthz-bind-address", healthz_bind_address),
+        ("healthz-port", healthz_port),
+        ("balance", balance),
+    )
+    return Command("proxy", (*args, *_log(log_level, verbosity), *extra))

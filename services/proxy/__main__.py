@@ -1,0 +1,5 @@
+import sys
+
+from services.proxy.main import main
+
+sys.exit(main())
