@@ -1,7 +1,8 @@
 """``kubelite up``: the whole cluster as separate OS processes under one supervisor.
 
 What it owns: one child process per component — the apiserver, the controller-manager, the
-scheduler and one kubelet per node — each started as ``python -m services.<name>`` exactly as a
+scheduler, the proxy (one for every node: the kubelets share this host's loopback, so one
+``kubelite proxy`` standing for all of them forwards every Service) and one kubelet per node — each started as ``python -m services.<name>`` exactly as a
 person would start it by hand, so the processes talk only through the apiserver, as in a real
 cluster. ``plan(opts)`` is that list of command lines, built by ``kubelite.commands`` (the one
 argv source the compose file, the tests and the benchmarks use too).
@@ -21,7 +22,7 @@ The supervisor
   run), watched through ``client.watch``, not polled; then prints where the API is, every
   component's endpoints with their actual ports, the kubeconfig it wrote, and commands to try;
 * on Ctrl-C or SIGTERM stops the kubelets first (``--stop-pods-on-exit``: they stop their pods'
-  processes), then the controllers, then the apiserver, escalating to SIGKILL for any child that
+  processes), then the controllers and the proxy, then the apiserver, escalating to SIGKILL for any child that
   outlives its grace period; a second Ctrl-C kills everything at once.
 
 All state lives under ``--state-dir`` (the SQLite store, each kubelet's pod state), so a second
@@ -115,6 +116,7 @@ class Options:
     log_level: str
     ready_timeout: float
     verbosity: int | None = None
+    proxy_port: int = 10256
 
     @property
     def server(self) -> str:
@@ -200,6 +202,13 @@ def build_parser() -> argparse.ArgumentParser:
         "banner; -1 serves none (default 10257)",
     )
     p.add_argument(
+        "--proxy-port",
+        type=port_or_off,
+        default=10256,
+        help="port of the proxy's /healthz; 0 picks a free one, shown in the banner; -1 serves "
+        "none (default 10256)",
+    )
+    p.add_argument(
         "--pod-cidr",
         default=None,
         help="loopback range split evenly between the nodes for pod IPs, e.g. 127.100.0.0/16 "
@@ -248,6 +257,7 @@ def parse_options(argv: Sequence[str]) -> Options:
         kubelet_port=ns.kubelet_port,
         scheduler_port=ns.scheduler_port,
         controller_manager_port=ns.controller_manager_port,
+        proxy_port=ns.proxy_port,
         pod_cidr=ns.pod_cidr,
         colour=not ns.no_color and sys.stdout.isatty(),
         log_level=ns.log_level,
@@ -347,6 +357,18 @@ def plan(opts: Options) -> list[Child]:
         ),
     ]
     names = node_names(opts.nodes)
+    children.append(
+        (
+            "proxy",
+            commands.proxy(
+                server=server,
+                hostname_override=names or None,
+                healthz_port=opts.proxy_port,
+                log_level=level,
+                verbosity=verbosity,
+            ),
+        )
+    )
     if opts.pod_cidr:
         cidrs = node_pod_cidrs(opts.pod_cidr, len(names)) if names else []
     else:
@@ -653,7 +675,7 @@ class Supervisor:
         self._stopping.set()
         order = [
             [c for c in self.children if c.kind == "kubelet"],
-            [c for c in self.children if c.kind in ("controller-manager", "scheduler")],
+            [c for c in self.children if c.kind in ("controller-manager", "scheduler", "proxy")],
             [c for c in self.children if c.kind == "apiserver"],
         ]
         for group in order:

@@ -236,6 +236,7 @@ class Cluster(ClusterView):
             kubelet_port=0,
             scheduler_port=0,
             controller_manager_port=0,
+            proxy_port=0,
             pod_cidr=self.pod_cidr,
             colour=False,
             log_level="info",
@@ -299,7 +300,7 @@ class Cluster(ClusterView):
         try:
             if self.viewing:
                 await self.close()
-            groups = [["kubelet"], ["controller-manager", "scheduler"], ["apiserver"]]
+            groups = [["kubelet"], ["controller-manager", "scheduler", "proxy"], ["apiserver"]]
             for kinds in groups:
                 await asyncio.gather(
                     *(

@@ -140,7 +140,8 @@ async def test_ctrl_c_then_up_again_resumes_objects_and_running_pods(tmp_path: P
         return [
             sys.executable, "-m", "kubelite", "up",
             "--state-dir", str(state), "--port", str(port), "--kubelet-port", "0",
-            "--scheduler-port", "0", "--controller-manager-port", "0", "--pod-cidr", cidr,
+            "--scheduler-port", "0", "--controller-manager-port", "0", "--proxy-port", "0",
+            "--pod-cidr", cidr,
             "--no-color",
         ]  # fmt: skip
 

@@ -24,6 +24,7 @@ MODULE_OF = {
     "services.scheduler": COMMANDS["scheduler"],
     "services.controller_manager": COMMANDS["controller-manager"],
     "services.kubelet": COMMANDS["kubelet"],
+    "services.proxy": COMMANDS["proxy"],
 }
 
 
@@ -41,7 +42,7 @@ def test_every_planned_command_line_parses(tmp_path: Path, level: str) -> None:
     )  # fmt: skip
     children = up.plan(opts)
     assert [c.name for c in children] == [
-        "apiserver", "controller-manager", "scheduler", "node1", "node2", "node3"
+        "apiserver", "controller-manager", "scheduler", "proxy", "node1", "node2", "node3"
     ]  # fmt: skip
     for child in children:
         args = _parse(child.argv)
@@ -50,7 +51,10 @@ def test_every_planned_command_line_parses(tmp_path: Path, level: str) -> None:
     assert api.insecure_port == 8080 and api.store == f"sqlite://{tmp_path / 'kubelite.db'}"
     assert _parse(children[1].argv).healthz_port == 10257
     assert _parse(children[2].argv).healthz_port == 10259
-    kubelets = [_parse(c.argv) for c in children[3:]]
+    proxy = _parse(children[3].argv)
+    assert proxy.healthz_port == 10256  # one proxy stands for every node of this host
+    assert proxy.node_names == {"node1", "node2", "node3"}
+    kubelets = [_parse(c.argv) for c in children[4:]]
     assert [k.node_name for k in kubelets] == ["node1", "node2", "node3"]
     assert [k.port for k in kubelets] == [10250, 10251, 10252]
     assert [k.pod_cidr for k in kubelets] == [
@@ -67,7 +71,7 @@ def test_every_planned_command_line_parses(tmp_path: Path, level: str) -> None:
 def test_the_plan_is_the_argv_source(tmp_path: Path) -> None:
     """``up`` builds no command line by hand: each is ``kubelite.commands``' for its child."""
     opts = up.parse_options(["--state-dir", str(tmp_path), "--nodes", "1", "-v", "4"])
-    api, cm, sched, node1 = up.plan(opts)
+    api, cm, sched, proxy, node1 = up.plan(opts)
     server = "http://127.0.0.1:8080"
     assert api.argv == commands.apiserver(
         store=opts.store, state_dir=opts.state_dir, bind_address="127.0.0.1", port=8080,
@@ -85,6 +89,13 @@ def test_the_plan_is_the_argv_source(tmp_path: Path) -> None:
             server=server, healthz_port=10259, log_level="INFO", verbosity=4
         ).python()
     )
+    assert (
+        proxy.argv
+        == commands.proxy(
+            server=server, hostname_override=["node1"], healthz_port=10256, log_level="INFO",
+            verbosity=4,
+        ).python()
+    )  # fmt: skip
     assert node1.argv[:3] == commands.kubelet().python()[:3]
     assert _parse(node1.argv).verbosity == 4
 
@@ -93,7 +104,7 @@ def test_ready_lines_give_the_banner_its_ports(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     supervisor = up.Supervisor(up.parse_options(["--state-dir", str(tmp_path), "--nodes", "1"]))
-    api, cm, sched, node1 = supervisor.children
+    api, cm, sched, _proxy, node1 = supervisor.children
     lines = [
         (api, "kubelite: apiserver api listening on http://127.0.0.1:41000"),
         (api, "kubelite: apiserver ready"),

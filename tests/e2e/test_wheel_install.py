@@ -145,7 +145,8 @@ async def test_installed_kubelite_up_runs_nodes_and_a_pod_that_answers(
     argv = [
         str(installed / "bin" / "kubelite"), "up",
         "--state-dir", str(state), "--port", "0", "--kubelet-port", "0",
-        "--scheduler-port", "0", "--controller-manager-port", "0", "--pod-cidr", cidr,
+        "--scheduler-port", "0", "--controller-manager-port", "0", "--proxy-port", "0",
+        "--pod-cidr", cidr,
         "--no-color",
     ]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
