@@ -21,7 +21,10 @@ and reports back. ``NodeKubelet`` wires the pieces of one node together:
 
 The status manager is shared (one per process), and a sim kubelet hosting many nodes passes
 one shared pod informer (``spec.nodeName!=``) whose handlers the process routes to each node's
-``on_pod``/``on_delete`` — one watch for a thousand nodes, not a thousand watches.
+``on_pod``/``on_delete`` — one watch for a thousand nodes, not a thousand watches. Likewise
+the Services informer (``services``: every Service, for the containers' Service variables) is
+the process's, run by ``KubeletService``, shared by its nodes; ``cluster_dns`` is the
+``--cluster-dns``/``--cluster-domain`` pods' resolv.conf is made from.
 
 Not provided: static pods, pod admission (resource fit is the scheduler's job here), the pod
 lifecycle event generator (workers are woken by the runtime's exit futures instead).
@@ -43,6 +46,7 @@ from client.informer import Informer
 from client.rest import ApiClient
 from services.kubelet.node_status import NodeAgent, NodeConfig, Pressure
 from services.kubelet.object_cache import ObjectCache
+from services.kubelet.pod_dns import ClusterDns
 from services.kubelet.pod_worker import ORPHAN_GRACE, PodWorker, WorkerContext
 from services.kubelet.runtime.base import Runtime
 from services.kubelet.runtime.process import ProcessRuntime
@@ -86,6 +90,8 @@ class NodeKubelet:
         lease_interval: float = 10.0,
         status_interval: float = 10.0,
         informer: Informer | None = None,
+        services: Informer | None = None,
+        cluster_dns: ClusterDns = ClusterDns(),
         register_gate: asyncio.Semaphore | None = None,
     ) -> None:
         self.client = client
@@ -129,6 +135,8 @@ class NodeKubelet:
             objects=self.objects,
             volumes=self.volumes,
             node_resolv_conf=_node_resolv_conf(),
+            cluster_dns=cluster_dns,
+            services=services,
             on_exit=self._worker_finished,
         )
         if self._owns_informer:

@@ -15,6 +15,7 @@ debug with ``kubectl describe pod`` when a container will not start:
   default/x``, ``secret "s" not found`` — unless the reference is ``optional``, when the
   variable (or the whole ``envFrom`` source) is left out.
 
+Service variables (``service_env.py``) come first, so ``envFrom`` and ``env`` override them.
 ``$(VAR)`` references inside values are expanded by the runtime, over this result.
 
 What it owns: ``env_references`` (which objects a container's env reads) and
@@ -172,10 +173,13 @@ def container_env(
     pod_ip: str,
     host_ip: str,
     allocatable: Mapping[str, str],
+    services: Mapping[str, str] | None = None,
 ) -> ContainerEnv:
-    """The container's environment; ``ContainerConfigError`` when a reference fails."""
+    """The container's environment; ``ContainerConfigError`` when a reference fails.
+    ``services``: the Service variables (``service_env``), the layer everything else
+    overrides."""
     ns = str((pod.get("metadata") or {}).get("namespace") or "default")
-    env: dict[str, str] = {}
+    env: dict[str, str] = dict(services or {})
     warnings = _env_from(container, ns=ns, objects=objects, env=env)
     for var in container.get("env") or ():
         name = var["name"]

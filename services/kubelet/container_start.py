@@ -8,7 +8,8 @@ ConfigMap, Secret or key that does not exist (event Failed "Error: configmap "x"
 as in ``kuberuntime_container.go`` ``startContainer``.
 
 What it owns: ``start_container`` (the pull back-off gate, the pull by ``imagePullPolicy``, the
-container's config — env resolved from the objects the pod's sync read, mounts from its volumes
+container's config — env resolved from the objects the pod's sync read and the Services the
+kubelet's informer holds, mounts from its volumes
 — the runtime call, the probes of the new instance) and ``watch_exit`` (one named task per
 container that wakes the worker when the current instance exits).
 
@@ -37,6 +38,7 @@ from services.kubelet.runtime.base import (
     ImageRef,
 )
 from services.kubelet.runtime.images import default_pull_policy
+from services.kubelet.service_env import service_env
 from services.kubelet.volumes import container_mounts
 
 __all__ = ["start_container", "watch_exit"]
@@ -127,6 +129,22 @@ async def _pull(
     return image
 
 
+def _service_variables(mem: PodMemory) -> dict[str, str]:
+    """The Service variables of ``mem``'s containers; until the Services informer has listed
+    once, ``ContainerConfigError`` (the kubelet refuses to start a container without them)."""
+    services = mem.ctx.services
+    if services is None:
+        return {}
+    if not services.has_synced:
+        raise ContainerConfigError(
+            "services have not yet been read at least once, cannot construct envvars"
+        )
+    links = (mem.pod.get("spec") or {}).get("enableServiceLinks")
+    return service_env(
+        services.list(), namespace=mem.namespace, enable_service_links=links is not False
+    )
+
+
 def _config(
     mem: PodMemory, spec: Mapping[str, Any], *, attempt: int
 ) -> tuple[ContainerConfig, tuple[str, ...]]:
@@ -140,6 +158,7 @@ def _config(
         pod_ip=mem.pod_ip,
         host_ip=mem.ctx.host_ip,
         allocatable=mem.ctx.volumes.allocatable,
+        services=_service_variables(mem),
     )
     mounts = container_mounts(spec, volumes=mem.volumes, env=env.values)
     return container_config(spec, attempt=attempt, env=env.values, mounts=mounts), env.warnings

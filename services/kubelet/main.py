@@ -27,6 +27,7 @@ from component.flags import (
     port,
 )
 from component.lifecycle import STOP_DEADLINE
+from services.kubelet.pod_dns import DEFAULT_CLUSTER_DOMAIN, ClusterDns
 from services.kubelet.runtime.images import DEFAULT_CATALOG
 from services.kubelet.runtime.sandbox import SANDBOX_MODES
 from services.kubelet.service import STOP_PODS_GRACE, KubeletOptions, KubeletService
@@ -61,6 +62,17 @@ def _taints(text: str) -> tuple[dict[str, str], ...]:
             taint["value"] = value
         out.append(taint)
     return tuple(out)
+
+
+def _ips(text: str) -> tuple[str, ...]:
+    """``--cluster-dns``: comma-separated IP addresses."""
+    ips = tuple(filter(None, (item.strip() for item in text.split(","))))
+    for ip in ips:
+        try:
+            ipaddress.ip_address(ip)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{ip!r} is not an IP address") from None
+    return ips
 
 
 def _resolve_node_ip(text: str) -> str:
@@ -146,6 +158,20 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="on SIGTERM/SIGINT also stop every container (default: they keep running)",
     )
+    p.add_argument(
+        "--cluster-dns",
+        type=_ips,
+        default=(),
+        metavar="IP[,IP...]",
+        help="the cluster DNS server(s): the nameservers of ClusterFirst pods (default: none; "
+        "such pods then use the node's resolver)",
+    )
+    p.add_argument(
+        "--cluster-domain",
+        default=DEFAULT_CLUSTER_DOMAIN,
+        help="the cluster's DNS domain: ClusterFirst pods search <ns>.svc.<domain>, "
+        "svc.<domain> and <domain> (default: %(default)s)",
+    )
     add_health_flags(p, default_port=HEALTH_PORT)
     add_log_flags(p)
     return p
@@ -182,6 +208,7 @@ def parse_args(argv: Sequence[str]) -> tuple[KubeletOptions, argparse.Namespace]
         status_interval=a.node_status_update_frequency,
         stop_pods_on_exit=a.stop_pods_on_exit,
         health=health_address(a),
+        cluster_dns=ClusterDns(servers=a.cluster_dns, domain=a.cluster_domain.strip(".")),
     )
     return options, a
 

@@ -22,19 +22,26 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from client.backoff import Backoff, BackoffPolicy
 from client.events import EventRecorder, EventType
 from client.rest import ApiClient
 from services.kubelet.container_env import Objects
 from services.kubelet.object_cache import ObjectCache
-from services.kubelet.pod_dns import resolv_conf
+from services.kubelet.pod_dns import ClusterDns, resolv_conf
 from services.kubelet.runtime.base import ContainerRecord, PodSandbox, Runtime
 from services.kubelet.status_manager import StatusManager
 from services.kubelet.volumes import MountedVolume, VolumeHost
 
-__all__ = ["DEFAULT_GRACE", "REFERENCE_BACKOFF", "ContainerState", "PodMemory", "WorkerContext"]
+__all__ = [
+    "DEFAULT_GRACE",
+    "REFERENCE_BACKOFF",
+    "ContainerState",
+    "PodMemory",
+    "ServiceSource",
+    "WorkerContext",
+]
 
 Obj = dict[str, Any]
 
@@ -44,6 +51,15 @@ REFERENCE_BACKOFF = BackoffPolicy(initial=0.5, factor=2.0, cap=122.0, jitter=0.0
 """Retries of a FailedMount or CreateContainerConfigError when nothing woke the pod sooner: the
 kubelet's volume operation back-off (500 ms doubling to 2m2s). A change of a referenced object
 wakes the pod at once."""
+
+
+class ServiceSource(Protocol):
+    """What the service variables are read from: the kubelet's Services informer."""
+
+    @property
+    def has_synced(self) -> bool: ...
+
+    def list(self) -> list[Obj]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +77,10 @@ class WorkerContext:
     volumes: VolumeHost
     node_resolv_conf: str = ""
     """The node's ``/etc/resolv.conf``, which a pod's ``dnsConfig`` extends."""
+    cluster_dns: ClusterDns = field(default_factory=ClusterDns)
+    """``--cluster-dns`` and ``--cluster-domain``: ClusterFirst pods' resolver."""
+    services: ServiceSource | None = None
+    """The Services informer (service environment variables); None: no variables."""
     on_exit: Callable[[str], None] = lambda uid: None
     """Called with the pod uid when the worker has finished (pod gone)."""
 
@@ -163,7 +183,12 @@ class PodMemory:
             name=self.name,
             hostname=spec.get("hostname") or self.name,
             subdomain=spec.get("subdomain") or "",
-            resolv_conf=resolv_conf(spec, node_resolv_conf=self.ctx.node_resolv_conf),
+            resolv_conf=resolv_conf(
+                spec,
+                node_resolv_conf=self.ctx.node_resolv_conf,
+                namespace=self.namespace,
+                cluster=self.ctx.cluster_dns,
+            ),
             host_aliases=tuple(
                 (str(alias.get("ip") or ""), tuple(alias.get("hostnames") or ()))
                 for alias in spec.get("hostAliases") or ()

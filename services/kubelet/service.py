@@ -8,8 +8,8 @@ What it owns (``KubeletService``, a ``component.Service``):
   ``--healthz-bind-address:--healthz-port`` (127.0.0.1:10248, ``/healthz`` only; -1 turns it
   off); then the runtime(s) and one ``NodeKubelet`` per node (one with ``--runtime process``;
   ``--nodes N`` simulated ones named ``<node-name>-0`` ... with ``--runtime sim``, sharing one
-  pod watch), the shared status manager and the event recorders — every long-lived task in one
-  supervised group;
+  pod watch), the shared status manager, the event recorders and the Services informer (the
+  containers' Service variables) — every long-lived task in one supervised group;
 * ``wait``: until a task ends (it should not: that is logged loudly and exits 1);
 * ``stop`` (SIGINT/SIGTERM): the tasks stop; containers keep running and a restarted kubelet
   re-adopts them from ``--state-dir`` — unless ``stop_pods_on_exit`` asks a clean stop to stop
@@ -42,6 +42,7 @@ from component.listen import listen
 from component.tasks import TaskGroup
 from services.kubelet.agent import NodeKubelet
 from services.kubelet.node_status import NodeConfig, host_pressure, host_resources
+from services.kubelet.pod_dns import ClusterDns
 from services.kubelet.runtime.base import Runtime
 from services.kubelet.runtime.images import DEFAULT_CATALOG, ImageCatalog, ImageStore
 from services.kubelet.runtime.ipam import default_pod_cidr, sim_pod_cidr
@@ -87,6 +88,8 @@ class KubeletOptions:
     """Concurrent pod-status writers; None sizes them by the nodes hosted (see ``__init__``)."""
     health: BindAddress = field(default_factory=lambda: BindAddress(host="127.0.0.1", port=10248))
     stop_pods_on_exit: bool = False
+    cluster_dns: ClusterDns = field(default_factory=ClusterDns)
+    """``--cluster-dns`` and ``--cluster-domain``."""
 
     @property
     def resolved_state_dir(self) -> Path:
@@ -109,6 +112,8 @@ class KubeletService:
         self.runtimes: list[Runtime] = []
         self.port: int | None = None
         self.shared_informer: Informer | None = None
+        # every Service, for the containers' Service variables: one watch for all the nodes
+        self.services = Informer(self.client, REGISTRY.require("", "Service"), name="services")
         self.health = HealthServer(component="kubelet", address=options.health)
         self.health.add_ok("/healthz")
         self.tasks = TaskGroup("kubelet", logger=log)
@@ -139,6 +144,7 @@ class KubeletService:
             self.tasks.adopt(recorder.start())
         if self.shared_informer is not None:
             self.tasks.adopt(self.shared_informer.start())
+        self.tasks.adopt(self.services.start())
         for node in self.nodes:
             self.tasks.start(f"node {node.config.name}", node.run())
         log.info(
@@ -268,6 +274,8 @@ class KubeletService:
                     lease_interval=o.lease_interval,
                     status_interval=o.status_interval,
                     informer=self.shared_informer,
+                    services=self.services,
+                    cluster_dns=o.cluster_dns,
                     register_gate=gate,
                 )
             )
