@@ -18,6 +18,7 @@ COMMANDS: dict[str, str] = {
     "controller-manager": "services.controller_manager.main",
     "kubelet": "services.kubelet.main",
     "proxy": "services.proxy.main",
+    "dns": "services.dns.main",
     "up": "kubelite.up",
 }
 
@@ -29,6 +30,7 @@ commands:
   controller-manager   replication, deployments, node lifecycle, garbage collection
   kubelet              the node agent that runs pods
   proxy                forwards Service addresses to ready endpoints (kube-proxy's job)
+  dns                  cluster.local names from Services and pods (CoreDNS's job)
   up                   the whole cluster as supervised processes
 
 Run 'kubelite <command> --help' for a command's flags."""

@@ -5,7 +5,7 @@ four components; when each spelled its command lines by hand, a flag renamed in 
 the others. Here, one function per component turns typed options into a ``Command``:
 
 * ``apiserver(...)``, ``scheduler(...)``, ``controller_manager(...)``, ``kubelet(...)``,
-  ``proxy(...)``;
+  ``proxy(...)``, ``dns(...)``;
 * ``Command.python()``: ``[sys.executable, "-m", "services.<name>", *flags]`` — what
   ``kubelite up``, the tests and the benchmarks run;
 * ``Command.kubelite()``: ``["<sub-command>", *flags]`` — what follows ``kubelite`` (the
@@ -34,6 +34,7 @@ __all__ = [
     "Command",
     "apiserver",
     "controller_manager",
+    "dns",
     "kubelet",
     "proxy",
     "scheduler",
@@ -45,6 +46,7 @@ MODULES = {
     "controller-manager": "services.controller_manager",
     "kubelet": "services.kubelet",
     "proxy": "services.proxy",
+    "dns": "services.dns",
 }
 """Sub-command (and ready-line component name) -> the module ``python -m`` runs."""
 
@@ -100,6 +102,7 @@ def apiserver(
     bind_address: str | None = None,
     port: int | None = None,
     watch_cache_size: int | None = None,
+    service_cluster_ip_range: str | None = None,
     log_level: str | None = None,
     verbosity: int | None = None,
     extra: Sequence[str] = (),
@@ -110,6 +113,7 @@ def apiserver(
         ("insecure-bind-address", bind_address),
         ("insecure-port", port),
         ("watch-cache-size", watch_cache_size),
+        ("service-cluster-ip-range", service_cluster_ip_range),
     )
     return Command("apiserver", (*args, *_log(log_level, verbosity), *extra))
 
@@ -174,6 +178,8 @@ def kubelet(
     memory: str | None = None,
     max_pods: int | None = None,
     stop_pods_on_exit: bool = False,
+    cluster_dns: str | Sequence[str] | None = None,
+    cluster_domain: str | None = None,
     log_level: str | None = None,
     verbosity: int | None = None,
     extra: Sequence[str] = (),
@@ -195,6 +201,8 @@ def kubelet(
         ("memory", memory),
         ("max-pods", max_pods),
         ("stop-pods-on-exit", stop_pods_on_exit),
+        ("cluster-dns", cluster_dns),
+        ("cluster-domain", cluster_domain),
         durations=("sim-start-delay",),
     )
     return Command("kubelet", (*args, *_log(log_level, verbosity), *extra))
@@ -221,3 +229,30 @@ def proxy(
         ("balance", balance),
     )
     return Command("proxy", (*args, *_log(log_level, verbosity), *extra))
+
+
+def dns(
+    *,
+    server: str | Sequence[str] | None = None,
+    cluster_domain: str | None = None,
+    cluster_dns_ip: str | None = None,
+    dns_bind_address: str | None = None,
+    dns_port: int | None = None,
+    upstream: str | Sequence[str] | None = None,
+    healthz_bind_address: str | None = None,
+    healthz_port: int | None = None,
+    log_level: str | None = None,
+    verbosity: int | None = None,
+    extra: Sequence[str] = (),
+) -> Command:
+    args = _flags(
+        ("server", server),
+        ("cluster-domain", cluster_domain),
+        ("cluster-dns-ip", cluster_dns_ip),
+        ("dns-bind-address", dns_bind_address),
+        ("dns-port", dns_port),
+        ("upstream", upstream),
+        ("healthz-bind-address", healthz_bind_address),
+        ("healthz-port", healthz_port),
+    )
+    return Command("dns", (*args, *_log(log_level, verbosity), *extra))

@@ -2,7 +2,10 @@
 
 What it owns: one child process per component — the apiserver, the controller-manager, the
 scheduler, the proxy (one for every node: the kubelets share this host's loopback, so one
-``kubelite proxy`` standing for all of them forwards every Service) and one kubelet per node — each started as ``python -m services.<name>`` exactly as a
+``kubelite proxy`` standing for all of them forwards every Service), the cluster DNS
+(``kubelite dns`` on the ``.10`` address of the cluster's service range, port 53 — any free
+port when ``up`` is not root, where pods cannot use it) and one kubelet per node (``--cluster-dns``
+pointing there) — each started as ``python -m services.<name>`` exactly as a
 person would start it by hand, so the processes talk only through the apiserver, as in a real
 cluster. ``plan(opts)`` is that list of command lines, built by ``kubelite.commands`` (the one
 argv source the compose file, the tests and the benchmarks use too).
@@ -22,13 +25,14 @@ The supervisor
   run), watched through ``client.watch``, not polled; then prints where the API is, every
   component's endpoints with their actual ports, the kubeconfig it wrote, and commands to try;
 * on Ctrl-C or SIGTERM stops the kubelets first (``--stop-pods-on-exit``: they stop their pods'
-  processes), then the controllers and the proxy, then the apiserver, escalating to SIGKILL for any child that
+  processes), then the controllers, the proxy and the DNS, then the apiserver, escalating to SIGKILL for any child that
   outlives its grace period; a second Ctrl-C kills everything at once.
 
 All state lives under ``--state-dir`` (the SQLite store, each kubelet's pod state), so a second
 ``kubelite up`` on the same directory resumes the cluster as it was: same objects, and the pods'
 containers started again in place (same pod IPs) by their kubelets. Each cluster's pod
-addresses come from a block of 127/8 derived from its state dir (``cluster_pod_cidr``), so two
+addresses come from a block of 127/8 derived from its state dir (``cluster_pod_cidr``), and so
+do its Service addresses (``cluster_service_cidr``, a /20 in 127.128.0.0-127.191.255.255), so two
 clusters in two state dirs run side by side (with different ``--port`` and ``--kubelet-port``).
 
 What it does not do: it is not a production init system. It watches its own children only; a
@@ -117,6 +121,7 @@ class Options:
     ready_timeout: float
     verbosity: int | None = None
     proxy_port: int = 10256
+    dns_health_port: int = 8181
 
     @property
     def server(self) -> str:
@@ -209,6 +214,13 @@ def build_parser() -> argparse.ArgumentParser:
         "none (default 10256)",
     )
     p.add_argument(
+        "--dns-health-port",
+        type=port_or_off,
+        default=8181,
+        help="port of the cluster DNS's /healthz and /ready; 0 picks a free one, shown in the "
+        "banner; -1 serves none (default 8181)",
+    )
+    p.add_argument(
         "--pod-cidr",
         default=None,
         help="loopback range split evenly between the nodes for pod IPs, e.g. 127.100.0.0/16 "
@@ -258,6 +270,7 @@ def parse_options(argv: Sequence[str]) -> Options:
         scheduler_port=ns.scheduler_port,
         controller_manager_port=ns.controller_manager_port,
         proxy_port=ns.proxy_port,
+        dns_health_port=ns.dns_health_port,
         pod_cidr=ns.pod_cidr,
         colour=not ns.no_color and sys.stdout.isatty(),
         log_level=ns.log_level,
@@ -301,6 +314,32 @@ def cluster_pod_cidr(state_dir: Path, nodes: int) -> str:
     return f"{ipaddress.IPv4Address(block)}/{prefix}"
 
 
+CLUSTER_SERVICE_POOL = ipaddress.IPv4Network("127.128.0.0/10")
+"""Where ``up`` picks each cluster's service range: 127.128.0.0-127.191.255.255, disjoint from
+every pod block; LoadBalancer ingress addresses come from above it."""
+CLUSTER_SERVICE_PREFIX = 20
+"""4,094 ClusterIPs per cluster."""
+DNS_SERVICE_INDEX = 10
+"""The cluster DNS Service takes the tenth address of the range (kubeadm's convention)."""
+
+
+def cluster_service_cidr(state_dir: Path) -> str:
+    """The service range of the cluster kept in ``state_dir`` (the apiserver's
+    ``--service-cluster-ip-range``): a /20 of ``CLUSTER_SERVICE_POOL`` chosen by a hash of the
+    directory's absolute path, the same on every start."""
+    pool = CLUSTER_SERVICE_POOL
+    slots = 1 << (CLUSTER_SERVICE_PREFIX - pool.prefixlen)
+    digest = hashlib.sha256(b"services:" + str(state_dir.resolve()).encode()).digest()
+    slot = int.from_bytes(digest[:8], "big") % slots
+    block = int(pool.network_address) + (slot << (32 - CLUSTER_SERVICE_PREFIX))
+    return f"{ipaddress.IPv4Address(block)}/{CLUSTER_SERVICE_PREFIX}"
+
+
+def cluster_dns_ip(service_cidr: str) -> str:
+    """The ClusterIP of ``kube-system/kube-dns``: the tenth address of the service range."""
+    return str(ipaddress.IPv4Network(service_cidr)[DNS_SERVICE_INDEX])
+
+
 def cluster_node_pod_cidrs(state_dir: Path, count: int) -> list[str]:
     """node1 gets the first /24 of the cluster's block, node2 the next, and so on."""
     block = ipaddress.IPv4Network(cluster_pod_cidr(state_dir, count))
@@ -325,6 +364,8 @@ def node_pod_cidrs(cidr: str, count: int) -> list[str]:
 def plan(opts: Options) -> list[Child]:
     """The children to start, in start order (the apiserver first, kubelets last)."""
     server, level, verbosity = opts.server, opts.log_level, opts.verbosity
+    service_cidr = cluster_service_cidr(opts.state_dir)
+    dns_ip = cluster_dns_ip(service_cidr)
     children: list[tuple[str, commands.Command]] = [
         (
             "apiserver",
@@ -333,6 +374,7 @@ def plan(opts: Options) -> list[Child]:
                 state_dir=opts.state_dir,
                 bind_address=opts.bind_address,
                 port=opts.port,
+                service_cluster_ip_range=service_cidr,
                 log_level=level,
                 verbosity=verbosity,
             ),
@@ -369,6 +411,20 @@ def plan(opts: Options) -> list[Child]:
             ),
         )
     )
+    children.append(
+        (
+            "dns",
+            commands.dns(
+                server=server,
+                cluster_dns_ip=dns_ip,
+                # port 53 needs root; elsewhere the proxy's .10:53 cannot be bound either
+                dns_port=53 if os.geteuid() == 0 else 0,
+                healthz_port=opts.dns_health_port,
+                log_level=level,
+                verbosity=verbosity,
+            ),
+        )
+    )
     if opts.pod_cidr:
         cidrs = node_pod_cidrs(opts.pod_cidr, len(names)) if names else []
     else:
@@ -388,6 +444,7 @@ def plan(opts: Options) -> list[Child]:
                     # --port (10250, 10251, ...), not on the single fixed 10248
                     healthz_port=-1,
                     stop_pods_on_exit=True,
+                    cluster_dns=dns_ip,
                     log_level=level,
                     verbosity=verbosity,
                 ),
@@ -675,7 +732,11 @@ class Supervisor:
         self._stopping.set()
         order = [
             [c for c in self.children if c.kind == "kubelet"],
-            [c for c in self.children if c.kind in ("controller-manager", "scheduler", "proxy")],
+            [
+                c
+                for c in self.children
+                if c.kind in ("controller-manager", "scheduler", "proxy", "dns")
+            ],
             [c for c in self.children if c.kind == "apiserver"],
         ]
         for group in order:
@@ -744,7 +805,7 @@ class Supervisor:
 
     def _endpoint_lines(self) -> list[str]:
         width = max(len(c.name) for c in self.children)
-        paths = {"api": "", "health": "/healthz", "server": "/healthz"}
+        paths = {"api": "", "health": "/healthz", "server": "/healthz", "dns": ""}
         lines = []
         for child in self.children:
             for endpoint, where in sorted(child.endpoints.items()):

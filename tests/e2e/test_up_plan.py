@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import ipaddress
+import os
 import sys
 from ipaddress import IPv4Network
 from pathlib import Path
@@ -25,6 +27,7 @@ MODULE_OF = {
     "services.controller_manager": COMMANDS["controller-manager"],
     "services.kubelet": COMMANDS["kubelet"],
     "services.proxy": COMMANDS["proxy"],
+    "services.dns": COMMANDS["dns"],
 }
 
 
@@ -42,7 +45,7 @@ def test_every_planned_command_line_parses(tmp_path: Path, level: str) -> None:
     )  # fmt: skip
     children = up.plan(opts)
     assert [c.name for c in children] == [
-        "apiserver", "controller-manager", "scheduler", "proxy", "node1", "node2", "node3"
+        "apiserver", "controller-manager", "scheduler", "proxy", "dns", "node1", "node2", "node3"
     ]  # fmt: skip
     for child in children:
         args = _parse(child.argv)
@@ -54,7 +57,12 @@ def test_every_planned_command_line_parses(tmp_path: Path, level: str) -> None:
     proxy = _parse(children[3].argv)
     assert proxy.healthz_port == 10256  # one proxy stands for every node of this host
     assert proxy.node_names == {"node1", "node2", "node3"}
-    kubelets = [_parse(c.argv) for c in children[4:]]
+    dns = _parse(children[4].argv)
+    service_range = ipaddress.ip_network(api.service_cluster_ip_range)
+    assert service_range.subnet_of(ipaddress.ip_network("127.128.0.0/10"))
+    assert dns.cluster_dns_ip == str(service_range[10]) and dns.healthz_port == 8181
+    kubelets = [_parse(c.argv) for c in children[5:]]
+    assert all(k.cluster_dns == (dns.cluster_dns_ip,) for k in kubelets)
     assert [k.node_name for k in kubelets] == ["node1", "node2", "node3"]
     assert [k.port for k in kubelets] == [10250, 10251, 10252]
     assert [k.pod_cidr for k in kubelets] == [
@@ -71,11 +79,12 @@ def test_every_planned_command_line_parses(tmp_path: Path, level: str) -> None:
 def test_the_plan_is_the_argv_source(tmp_path: Path) -> None:
     """``up`` builds no command line by hand: each is ``kubelite.commands``' for its child."""
     opts = up.parse_options(["--state-dir", str(tmp_path), "--nodes", "1", "-v", "4"])
-    api, cm, sched, proxy, node1 = up.plan(opts)
+    api, cm, sched, proxy, dns, node1 = up.plan(opts)
     server = "http://127.0.0.1:8080"
+    service_range = up.cluster_service_cidr(opts.state_dir)
     assert api.argv == commands.apiserver(
         store=opts.store, state_dir=opts.state_dir, bind_address="127.0.0.1", port=8080,
-        log_level="INFO", verbosity=4,
+        service_cluster_ip_range=service_range, log_level="INFO", verbosity=4,
     ).python()  # fmt: skip
     assert (
         cm.argv
@@ -96,6 +105,14 @@ def test_the_plan_is_the_argv_source(tmp_path: Path) -> None:
             verbosity=4,
         ).python()
     )  # fmt: skip
+    assert (
+        dns.argv
+        == commands.dns(
+            server=server, cluster_dns_ip=up.cluster_dns_ip(service_range),
+            dns_port=53 if os.geteuid() == 0 else 0,
+            healthz_port=8181, log_level="INFO", verbosity=4,
+        ).python()
+    )  # fmt: skip
     assert node1.argv[:3] == commands.kubelet().python()[:3]
     assert _parse(node1.argv).verbosity == 4
 
@@ -104,7 +121,7 @@ def test_ready_lines_give_the_banner_its_ports(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     supervisor = up.Supervisor(up.parse_options(["--state-dir", str(tmp_path), "--nodes", "1"]))
-    api, cm, sched, _proxy, node1 = supervisor.children
+    api, cm, sched, _proxy, _dns, node1 = supervisor.children
     lines = [
         (api, "kubelite: apiserver api listening on http://127.0.0.1:41000"),
         (api, "kubelite: apiserver ready"),
