@@ -154,6 +154,18 @@ SAMPLES: dict[tuple[str, str], Sample] = {
             "stringData": {"password": "s3cret"},
         }
     ),
+    ("", "Service"): Sample(
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": NAME},
+            "spec": {
+                "type": "NodePort",
+                "selector": {"app": "web"},
+                "ports": [{"name": "http", "port": 80, "targetPort": "http"}],
+            },
+        }
+    ),
     ("", "ServiceAccount"): Sample(
         {
             "apiVersion": "v1",
