@@ -118,6 +118,22 @@ class Processes:
         )
         return self._run(proc, start)
 
+    def dns(
+        self,
+        server: str,
+        *,
+        address: str,
+        port: int = 0,
+        args: Sequence[str] = (),
+        start: bool = True,
+    ) -> ComponentProcess:
+        key = self._unique("dns")
+        proc = components.dns(
+            server=server, address=address, port=port, log_path=self.root / f"{key}.log",
+            args=args,
+        )  # fmt: skip
+        return self._run(proc, start)
+
     def stop_all(self) -> None:
         for proc in reversed(self.started):
             proc.stop()

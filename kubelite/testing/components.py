@@ -19,7 +19,7 @@ from typing import Any
 from kubelite import commands
 from kubelite.testing.process import ComponentProcess
 
-__all__ = ["apiserver", "controller_manager", "kubelet", "scheduler"]
+__all__ = ["apiserver", "controller_manager", "dns", "kubelet", "scheduler"]
 
 
 def apiserver(
@@ -94,4 +94,24 @@ def kubelet(
         log_path=log_path,
         state_dir=state_dir,
         **kw,
+    )
+
+
+def dns(
+    *,
+    server: str,
+    address: str,
+    log_path: Path,
+    port: int = 0,
+    args: Sequence[str] = (),
+    **kw: Any,
+) -> ComponentProcess:
+    """The cluster DNS answering on ``address:port`` (0: any free port; ``port_of("dns")``),
+    registering ``kube-dns`` with that address as its ClusterIP."""
+    argv = commands.dns(
+        server=server, cluster_dns_ip=address, dns_port=port, healthz_bind_address="127.0.0.1",
+        healthz_port=0, extra=args,
+    ).python()  # fmt: skip
+    return ComponentProcess(
+        argv, name="dns", component="dns", endpoint="dns", log_path=log_path, **kw
     )
