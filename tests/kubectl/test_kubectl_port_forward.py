@@ -52,6 +52,10 @@ class Node:
     workdir: Path
 
 
+def listening(port: int) -> dict[str, object]:
+    return {"tcpSocket": {"port": port}, "periodSeconds": 1}
+
+
 @pytest.fixture(scope="module")
 def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
     """An apiserver and a kubelet running ``web`` (nginx, labelled app=web) and ``echo``."""
@@ -66,10 +70,21 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
         )
         kubectl = Kubectl.on(api.url, workdir=root)
         poll_until(lambda: kubectl("get", "node", name, check=False).returncode == 0, what="node")
-        web = factories.pod("web", factories.container("web", "nginx"), labels={"app": "web"})
+        # ready only once each server listens: a forward before that would be refused
+        web = factories.pod(
+            "web",
+            factories.container("web", "nginx", readinessProbe=listening(80)),
+            labels={"app": "web"},
+        )
         web["spec"]["nodeName"] = name
         echo = factories.pod(
-            "echo", factories.container("echo", "python", command=["python3", "-c", ECHO_SERVER])
+            "echo",
+            factories.container(
+                "echo",
+                "python",
+                command=["python3", "-c", ECHO_SERVER],
+                readinessProbe=listening(ECHO_PORT),
+            ),
         )
         echo["spec"]["nodeName"] = name
         for pod in (web, echo):
