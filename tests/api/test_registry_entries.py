@@ -30,6 +30,7 @@ def test_every_served_resource_is_registered_with_kubernetes_names() -> None:
         ("", "v1", "configmaps"): ("ConfigMap", "configmap", True, ("cm",)),
         ("", "v1", "secrets"): ("Secret", "secret", True, ()),
         ("", "v1", "serviceaccounts"): ("ServiceAccount", "serviceaccount", True, ("sa",)),
+        ("", "v1", "services"): ("Service", "service", True, ("svc",)),
         ("", "v1", "persistentvolumes"): ("PersistentVolume", "persistentvolume", False, ("pv",)),
         ("", "v1", "persistentvolumeclaims"): (
             "PersistentVolumeClaim",
