@@ -199,7 +199,9 @@ class StatefulSetController:
             )
             status = await self.control.update(sts, pods, revisions)
         except (OwnerGone, NotFound):
-            return None  # the set is gone: nothing left to do for it
+            # the set went away mid-round (or what the round wrote to did): the informer's
+            # next event says what is left to do
+            return None
         min_ready = _min_ready(sts)
         replicas = int((sts.get("spec") or {}).get("replicas", 1))
         if min_ready > 0 and status.get("availableReplicas", 0) != replicas:
