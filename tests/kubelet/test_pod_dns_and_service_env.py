@@ -1,5 +1,6 @@
 """A pod on a real process-runtime kubelet started with ``--cluster-dns`` resolves Service names
-through a real ``kubelite dns``, and gets the Service environment variables.
+through a real ``kubelite dns``, and gets the Service environment variables; and the rules
+behind both on their own (``dnsPolicy``/``dnsConfig``, ``FromServices``).
 
 Inside the pod (its sandbox bind-mounts the kubelet's resolv.conf over ``/etc/resolv.conf``)
 the file names the cluster DNS, Kubernetes' search path and ``ndots:5``, and the host's glibc
@@ -18,6 +19,8 @@ import pytest
 from api.registry import REGISTRY
 from client.rest import ApiClient
 from kubelite.testing import Processes
+from services.kubelet.pod_dns import ClusterDns, resolv_conf
+from services.kubelet.service_env import service_env
 from tests.conftest import StartApiServer
 from tests.factories import container, pod, service
 from tests.kubelet.conftest import StartKubelet
@@ -100,3 +103,78 @@ async def test_pod_resolves_services_by_search_path_and_sees_their_env(
         # the master service's variables are there whatever enableServiceLinks says
         kube_ip = kubernetes["spec"]["clusterIP"]
         assert f"ENV KUBERNETES_SERVICE_HOST {kube_ip}" in unlinked
+
+
+NODE_RESOLV = "nameserver 192.0.2.53\nsearch corp.example\noptions edns0\n"
+CLUSTER = ClusterDns(servers=("127.128.0.10",))
+
+
+@pytest.mark.parametrize(
+    ("spec", "cluster_first"),
+    [
+        ({}, True),
+        ({"dnsPolicy": "ClusterFirst", "hostNetwork": True}, False),
+        ({"dnsPolicy": "ClusterFirstWithHostNet", "hostNetwork": True}, True),
+        ({"dnsPolicy": "Default"}, False),
+    ],
+)
+def test_dns_policy_picks_the_cluster_dns_or_the_nodes(
+    spec: dict[str, object], cluster_first: bool
+) -> None:
+    text = resolv_conf(spec, node_resolv_conf=NODE_RESOLV, namespace="shop", cluster=CLUSTER)
+    if cluster_first:
+        assert text == (
+            "nameserver 127.128.0.10\n"
+            "search shop.svc.cluster.local svc.cluster.local cluster.local corp.example\n"
+            "options ndots:5\n"
+        )
+    else:
+        assert text is None  # the node's file, unchanged
+
+
+def test_without_cluster_dns_cluster_first_falls_back_to_the_node() -> None:
+    assert resolv_conf({}, node_resolv_conf=NODE_RESOLV, namespace="shop") is None
+
+
+def test_dns_config_is_appended_to_the_cluster_settings() -> None:
+    config = {"nameservers": ["127.0.0.53"], "options": [{"name": "ndots", "value": "2"}]}
+    text = resolv_conf(
+        {"dnsConfig": config}, node_resolv_conf=NODE_RESOLV, namespace="shop", cluster=CLUSTER
+    )
+    assert text is not None
+    assert text.splitlines()[0] == "nameserver 127.128.0.10"
+    assert "nameserver 127.0.0.53" in text and "options ndots:2" in text
+
+
+def test_service_variables_follow_kubernetes_envvars() -> None:
+    svc = service(
+        "my-db",
+        ports=[{"name": "pg", "port": 5432, "protocol": "TCP"}, {"port": 9187, "protocol": "UDP"}],
+        clusterIP="127.128.0.7",
+    )
+    svc["metadata"]["namespace"] = "shop"
+    headless = service("peers", clusterIP="None")
+    headless["metadata"]["namespace"] = "shop"
+    kubernetes = service(
+        "kubernetes", ports=[{"name": "https", "port": 443}], clusterIP="127.128.0.1"
+    )
+    kubernetes["metadata"]["namespace"] = "default"
+    env = service_env([svc, headless, kubernetes], namespace="shop", enable_service_links=True)
+    assert {k: v for k, v in env.items() if k.startswith("MY_DB")} == {
+        "MY_DB_SERVICE_HOST": "127.128.0.7",
+        "MY_DB_SERVICE_PORT": "5432",
+        "MY_DB_SERVICE_PORT_PG": "5432",
+        "MY_DB_PORT": "tcp://127.128.0.7:5432",
+        "MY_DB_PORT_5432_TCP": "tcp://127.128.0.7:5432",
+        "MY_DB_PORT_5432_TCP_PROTO": "tcp",
+        "MY_DB_PORT_5432_TCP_PORT": "5432",
+        "MY_DB_PORT_5432_TCP_ADDR": "127.128.0.7",
+        "MY_DB_PORT_9187_UDP": "udp://127.128.0.7:9187",
+        "MY_DB_PORT_9187_UDP_PROTO": "udp",
+        "MY_DB_PORT_9187_UDP_PORT": "9187",
+        "MY_DB_PORT_9187_UDP_ADDR": "127.128.0.7",
+    }
+    assert not any(k.startswith("PEERS_") for k in env)  # headless: no ClusterIP, no variables
+    assert env["KUBERNETES_SERVICE_HOST"] == "127.128.0.1"
+    unlinked = service_env([svc, kubernetes], namespace="shop", enable_service_links=False)
+    assert set(unlinked) == {k for k in env if k.startswith("KUBERNETES_")}
