@@ -368,8 +368,8 @@ class SpdyStream:
         for start in range(0, len(data), MAX_DATA_PAYLOAD):
             if self.was_reset or self.local_done:
                 return
-            frame = FrameEncoder.data(self.stream_id, data[start : start + MAX_DATA_PAYLOAD])
-            await self.session.send_frame(lambda _: frame)
+            chunk = data[start : start + MAX_DATA_PAYLOAD]
+            await self.session.send_data(self.stream_id, chunk)
 
     async def close(self) -> None:
         """Half-close: an empty DATA frame with FIN (once)."""
@@ -418,6 +418,11 @@ class SpdySession:
         out in the order they were compressed."""
         async with self._write_lock:
             await self._send(encode(self._encoder))
+
+    async def send_data(self, stream_id: int, data: bytes) -> None:
+        """One DATA frame (no header state, but in order with the control frames)."""
+        async with self._write_lock:
+            await self._send(FrameEncoder.data(stream_id, data))
 
     async def receive(self, data: bytes) -> list[SpdyStream]:
         """Apply the frames in ``data``; the streams the peer opened, for the caller to accept
