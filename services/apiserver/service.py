@@ -32,7 +32,8 @@ from services.apiserver.connections import (
     ConnectionCap,
     default_max_connections,
 )
-from services.apiserver.context import ServerOptions
+from services.apiserver.context import CONTEXT, ServerOptions
+from services.apiserver.kubernetes_endpoints import advertised_address, keep_kubernetes_endpoints
 from services.apiserver.storehealth import STORE_HEALTH
 from store.base import StoreFailed
 
@@ -81,6 +82,12 @@ class ApiServer:
             port=options.port,
             flag="--insecure-port",
             site=site,
+        )
+        app[BACKGROUND].start(
+            "kubernetes-endpoints",
+            keep_kubernetes_endpoints(
+                app[CONTEXT], address=advertised_address(options.bind_address), port=self.port
+            ),
         )
         log.info("store %s; state dir %s", options.store_url, options.state_dir)
         log.info(
