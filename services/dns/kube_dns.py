@@ -9,10 +9,14 @@ registers itself: ``KubeDnsRegistration.run()`` makes sure that
 * the Service exists (created without a selector, so no endpoint controller claims it; an
   existing one is left alone — its ClusterIP cannot change — with a warning if its address is
   not the one this server was told);
-* an EndpointSlice ``kube-dns`` (``kubernetes.io/service-name: kube-dns``, managed by
-  ``kubelite-dns``) lists this server's address and port, so ``<.10>:53`` reaches it through
-  ``kubelite proxy`` when the server listens elsewhere (``--dns-port`` other than 53); it is
-  rewritten (compare-and-swap on its resourceVersion, again on Conflict) when they change.
+* when the server listens elsewhere than ``<ClusterIP>:53`` (``--dns-port`` other than 53, say),
+  an EndpointSlice ``kube-dns`` (``kubernetes.io/service-name: kube-dns``, managed by
+  ``kubelite-dns``) lists its address and port, so ``<.10>:53`` reaches it through
+  ``kubelite proxy``; it is rewritten (compare-and-swap on its resourceVersion, again on
+  Conflict) when they change;
+* when the server answers on ``<ClusterIP>:53`` itself, there is *no* slice (one left by an
+  earlier run is deleted): a Service without endpoints is one the proxy does not listen for,
+  so the proxy never holds the address the server must bind.
 
 Failures (the apiserver away, the Service kind refused) are retried with the shared back-off,
 logged with what happens next; the server answers queries meanwhile.
@@ -54,13 +58,21 @@ class KubeDnsRegistration:
     """Where this server listens."""
     port: int
 
+    @property
+    def direct(self) -> bool:
+        """The server answers on the Service's own address and port: no proxy in between."""
+        return self.address == self.cluster_ip and self.port == DNS_SERVICE_PORT
+
     async def run(self) -> None:
         """Until the Service and this server's slice are in place; retries with back-off."""
         backoff = Backoff()
         while True:
             try:
                 await self._ensure_service()
-                await self._ensure_slice()
+                if self.direct:
+                    await self._remove_slice()
+                else:
+                    await self._ensure_slice()
             except (StatusError, OSError) as exc:
                 delay = backoff.next_delay()
                 log.warning(
@@ -70,8 +82,9 @@ class KubeDnsRegistration:
                 await backoff.sleep(delay)
                 continue
             log.info(
-                "%s/%s: ClusterIP %s, endpoint %s:%d",
-                KUBE_SYSTEM, KUBE_DNS, self.cluster_ip, self.address, self.port,
+                "%s/%s: ClusterIP %s, %s %s:%d",
+                KUBE_SYSTEM, KUBE_DNS, self.cluster_ip,
+                "answered directly on" if self.direct else "endpoint", self.address, self.port,
             )  # fmt: skip
             return
 
@@ -94,6 +107,11 @@ class KubeDnsRegistration:
                 "reach this server through the Service",
                 KUBE_SYSTEM, KUBE_DNS, ip, self.cluster_ip, self.cluster_ip,
             )  # fmt: skip
+
+    async def _remove_slice(self) -> None:
+        rt = REGISTRY.require("discovery.k8s.io", "EndpointSlice")
+        with contextlib.suppress(NotFound):
+            await self.client.delete(rt, KUBE_DNS, namespace=KUBE_SYSTEM)
 
     async def _ensure_slice(self) -> None:
         rt = REGISTRY.require("discovery.k8s.io", "EndpointSlice")

@@ -18,9 +18,13 @@ import sys
 from ipaddress import IPv4Network
 from pathlib import Path
 
+import dns.asyncquery
+import dns.message
 import pytest
 import yaml
 
+from kubelite import up
+from kubelite.testing.waiting import apoll_until
 from tests.e2e.cluster import (
     PODS,
     RCS,
@@ -38,7 +42,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(300)]
 
 ROOT = Path(__file__).resolve().parents[2]
 BANNER = "kubelite is up: "
-PREFIX = re.compile(r"^(up|apiserver|controller-manager|scheduler|node1|node2) +\| ")
+PREFIX = re.compile(r"^(up|apiserver|controller-manager|scheduler|proxy|dns|node1|node2) +\| ")
 
 
 class Up:
@@ -141,6 +145,7 @@ async def test_ctrl_c_then_up_again_resumes_objects_and_running_pods(tmp_path: P
             sys.executable, "-m", "kubelite", "up",
             "--state-dir", str(state), "--port", str(port), "--kubelet-port", "0",
             "--scheduler-port", "0", "--controller-manager-port", "0", "--proxy-port", "0",
+            "--dns-health-port", "0",
             "--pod-cidr", cidr,
             "--no-color",
         ]  # fmt: skip
@@ -187,6 +192,18 @@ async def test_ctrl_c_then_up_again_resumes_objects_and_running_pods(tmp_path: P
         os.kill(child_pid("services.scheduler", marker), signal.SIGKILL)
         await first.wait_line(r"^up +\| scheduler exited with code -9; restarting in ")
         await first.wait_line(r"^scheduler +\| kubelite: scheduler health listening on ", count=2)
+        # the cluster DNS too: restarted, it lists again and answers (port 53: we are root)
+        os.kill(child_pid("services.dns", marker), signal.SIGKILL)
+        await first.wait_line(r"^up +\| dns exited with code -9; restarting in ")
+        await first.wait_line(r"^dns +\| kubelite: dns ready", count=2)
+        dns_ip = up.cluster_dns_ip(up.cluster_service_cidr(state))
+        query = dns.message.make_query("kubernetes.default.svc.cluster.local", "A")
+
+        async def answered() -> bool:
+            reply = await dns.asyncquery.udp(query, dns_ip, port=53, timeout=2)
+            return bool(reply.answer)
+
+        await apoll_until(answered, what="kubernetes.default.svc from the restarted DNS")
 
         assert await first.interrupt() == 0
         assert first.lines[-1].endswith("| stopped")
