@@ -37,11 +37,14 @@ import dns.message
 import uvloop
 
 from api.registry import REGISTRY
+from bench.harness import Context, Figure, collect_rounds, figure
 from client.rest import ApiClient
 from kubelite.testing import Processes
 from kubelite.testing.waiting import apoll_until
 
-__all__ = ["main"]
+__all__ = ["SCENARIO", "main", "measure", "run"]
+
+SCENARIO = "dns-answers"
 
 DNS_IP = "127.128.0.10"
 QUERY_TIMEOUT = 2.0
@@ -97,7 +100,8 @@ uvloop.run(main())
 """
 
 
-async def run(*, seconds: float, concurrency: int, workdir: Path) -> None:
+async def measure(*, seconds: float, concurrency: int, workdir: Path) -> dict[str, float]:
+    """Answers/s for the cluster name, for distinct names, and from the echo ceiling."""
     processes = Processes(workdir)
     echo = await asyncio.create_subprocess_exec(
         sys.executable, "-c", ECHO_SERVER, stdout=asyncio.subprocess.PIPE
@@ -140,10 +144,29 @@ async def run(*, seconds: float, concurrency: int, workdir: Path) -> None:
         echo.kill()
         await echo.wait()
         await asyncio.to_thread(processes.stop_all)
-    ceiling = figures["echo ceiling"]
-    print(f"dns answers/s ({concurrency} in flight, {seconds:g}s each, UDP on loopback)")
-    for name, rate in figures.items():
-        print(f"  {name:15} {rate:10.0f}/s   {rate / ceiling:6.1%} of the echo ceiling")
+    return figures
+
+
+async def run(ctx: Context) -> list[Figure]:
+    """The suite's scenario: both answer rates with the echo server of the same round as ceiling."""
+    seconds = 1.0 if ctx.quick else 3.0
+
+    async def once(index: int) -> dict[str, float]:
+        workdir = ctx.workdir / f"{SCENARIO}-{index}"
+        workdir.mkdir(parents=True, exist_ok=True)
+        return await measure(seconds=seconds, concurrency=64, workdir=workdir)
+
+    rounds = await collect_rounds(once, rounds=ctx.rounds)
+    ceiling = f"{SCENARIO}/echo ceiling"
+    note = f"64 queries in flight over UDP on loopback, {seconds:g} s per figure"
+    return [
+        figure(SCENARIO, "echo ceiling", unit="answers/s", samples=rounds["echo ceiling"],
+               note="a uvloop UDP echo server, same queries"),
+        figure(SCENARIO, "cluster name", unit="answers/s", samples=rounds["cluster name"],
+               ceiling=ceiling, note=note),
+        figure(SCENARIO, "distinct names", unit="answers/s", samples=rounds["distinct names"],
+               ceiling=ceiling, note="a new nonexistent name per query: the cache-miss cost"),
+    ]  # fmt: skip
 
 
 async def _ask(address: tuple[str, int], query: bytes) -> bytes:
@@ -163,7 +186,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--concurrency", type=int, default=64)
     args = p.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="kubelite-dns-bench-") as tmp:
-        uvloop.run(run(seconds=args.seconds, concurrency=args.concurrency, workdir=Path(tmp)))
+        figures = uvloop.run(
+            measure(seconds=args.seconds, concurrency=args.concurrency, workdir=Path(tmp))
+        )
+    ceiling = figures["echo ceiling"]
+    print(f"dns answers/s ({args.concurrency} in flight, {args.seconds:g}s each, UDP on loopback)")
+    for name, rate in figures.items():
+        print(f"  {name:15} {rate:10.0f}/s   {rate / ceiling:6.1%} of the echo ceiling")
     return 0
 
 

@@ -172,6 +172,12 @@ async def run_job_completions(ctx: Context) -> list[Figure]:
     return await job_completions.run(ctx)
 
 
+async def run_dns_answers(ctx: Context) -> list[Figure]:
+    from bench import dns_answers
+
+    return await dns_answers.run(ctx)
+
+
 def build_registry() -> Registry:
     return Registry([
         Scenario("ceilings", "ceilings", ceilings.run,
@@ -194,6 +200,9 @@ def build_registry() -> Registry:
                  "posix_spawn"),
         Scenario("job-1000", "e2e", run_job_completions,
                  "a Job of 1,000 completions beside a Deployment of 1,000 replicas, 10 sim nodes"),
+        Scenario("dns-answers", "e2e", run_dns_answers,
+                 "kubelite dns answers/s for a cluster name and for distinct names, beside a "
+                 "UDP echo server"),
         Scenario("e2e-1000x1000", "e2e", rc_scenario(pods=1000, nodes=1000),
                  "RC of 1,000 pods on 1,000 sim nodes", quick=False),
         Scenario("e2e-10000x100", "e2e", rc_scenario(pods=10_000, nodes=100),
