@@ -370,6 +370,11 @@ REGISTRY: Registry = Registry(
             namespaced=True,
             model=ServiceAccount,
             short_names=("sa",),
+            subresources=(
+                Subresource(
+                    "token", "TokenRequest", group="authentication.k8s.io", verbs=("create",)
+                ),
+            ),
         ),
         ResourceType(
             group="",

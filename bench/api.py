@@ -172,7 +172,7 @@ async def _drain(stream: asyncio.StreamReader) -> None:
 
 
 def apiserver_argv(store: str) -> list[str]:
-    return commands.apiserver(store=store, port=0, log_level="WARNING").python()
+    return commands.apiserver(store=store, port=0, secure_port=-1, log_level="WARNING").python()
 
 
 def baseline_argv() -> list[str]:

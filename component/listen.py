@@ -61,6 +61,7 @@ async def listen(
     port: int,
     flag: str,
     site: SiteFactory = _tcp_site,
+    scheme: str = "http",
 ) -> int:
     """Bind ``host:port`` for ``runner``; announce and return the port bound.
 
@@ -76,6 +77,8 @@ async def listen(
         ) from exc
     bound = [address for address in runner.addresses if address not in before]
     actual = int(bound[0][1]) if bound else port
-    announce_listening(component=component, endpoint=endpoint, host=host, port=actual)
+    announce_listening(
+        component=component, endpoint=endpoint, host=host, port=actual, scheme=scheme
+    )
     log.info("%s endpoint listening on %s:%d (%s=%d)", endpoint, host, actual, flag, port)
     return actual

@@ -9,10 +9,11 @@ So, on stderr, flushed, one line each::
 
 * ``component``: ``apiserver``, ``scheduler``, ``controller-manager``, ``kubelet``, ``proxy``
   or ``dns``;
-* ``endpoint``: ``api`` (the apiserver's plain-HTTP port), ``health`` (the health/metrics
+* ``endpoint``: ``api`` (the apiserver's plain-HTTP port), ``secure`` (its HTTPS port),
+  ``health`` (the health/metrics
   server), ``server`` (the kubelet's logs/exec server, 10250), ``dns`` (the DNS server's
   UDP and TCP port);
-* ``scheme``: ``http`` for HTTP servers, ``dns`` for the DNS server;
+* ``scheme``: ``http`` for HTTP servers, ``https`` for TLS ones, ``dns`` for the DNS server;
 * a ``listening`` line is printed once the socket is bound, for each endpoint;
 * ``ready`` once every endpoint listens and the component has started its work (its tasks run;
   it has not necessarily synced with the apiserver yet — ``/readyz`` says that).
@@ -41,12 +42,12 @@ __all__ = [
 ]
 
 COMPONENTS = ("apiserver", "scheduler", "controller-manager", "kubelet", "proxy", "dns")
-ENDPOINTS = ("api", "health", "server", "dns")
+ENDPOINTS = ("api", "secure", "health", "server", "dns")
 
 _COMPONENT = "|".join(re.escape(c) for c in COMPONENTS)
 _LISTENING = re.compile(
     rf"kubelite: (?P<component>{_COMPONENT}) (?P<endpoint>{'|'.join(ENDPOINTS)}) listening on "
-    r"(?P<scheme>http|dns)://(?:\[(?P<ipv6>[^\]]+)\]|(?P<host>[^\s:/\[\]]+)):(?P<port>\d+)$"
+    r"(?P<scheme>https|http|dns)://(?:\[(?P<ipv6>[^\]]+)\]|(?P<host>[^\s:/\[\]]+)):(?P<port>\d+)$"
 )
 _READY = re.compile(rf"kubelite: (?P<component>{_COMPONENT}) ready$")
 

@@ -23,14 +23,23 @@ __all__ = ["apiserver", "controller_manager", "dns", "kubelet", "scheduler"]
 
 
 def apiserver(
-    *, store: str, state_dir: Path, log_path: Path, args: Sequence[str] = (), **kw: Any
+    *,
+    store: str,
+    state_dir: Path,
+    log_path: Path,
+    args: Sequence[str] = (),
+    secure: bool = False,
+    **kw: Any,
 ) -> ComponentProcess:
-    """The apiserver over ``store`` (``memory://`` or ``sqlite:///path``)."""
+    """The apiserver over ``store`` (``memory://`` or ``sqlite:///path``); with ``secure``
+    its TLS port too, on 127.0.0.1 (a free port, ``port_of("secure")``), certificates made in
+    ``<state_dir>/pki`` unless ``args`` name them."""
 
     def argv(ports: Mapping[str, int]) -> list[str]:
         return commands.apiserver(
             store=store, state_dir=state_dir, bind_address="127.0.0.1",
-            port=ports.get("api", 0), extra=args,
+            port=ports.get("api", 0), secure_bind_address="127.0.0.1",
+            secure_port=ports.get("secure", 0) if secure else -1, extra=args,
         ).python()  # fmt: skip
 
     state_dir.mkdir(parents=True, exist_ok=True)

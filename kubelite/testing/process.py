@@ -12,7 +12,8 @@ back from the line it prints once the socket is bound (no bind-release-reuse rac
     kubelite: <component> ready
 
 (``component`` is apiserver, scheduler, controller-manager, kubelet or dns; ``endpoint`` is
-api, health, server or dns — the DNS server's line says ``dns://``). ``ComponentProcess.ports`` maps endpoint -> port, ``url(endpoint)`` builds
+api, secure, health, server or dns — the DNS server's line says ``dns://``, the apiserver's
+secure port's ``https://``). ``ComponentProcess.ports`` maps endpoint -> port, ``url(endpoint)`` builds
 the URL. A restart passes the ports of the previous run back to the argv builder, so a
 component comes back on the same port (as ``kill -9`` and a restart by hand would) — that reuse
 is the one place a port is bound twice, and only after the process holding it has died.
@@ -47,7 +48,7 @@ STOP_GRACE = 15.0
 
 _LISTENING = re.compile(
     rb"kubelite: (?P<component>[a-z-]+) (?P<endpoint>[a-z]+) listening on "
-    rb"(?:http|dns)://(?P<host>[^\s:/]+):(?P<port>\d+)"
+    rb"(?:https|http|dns)://(?P<host>[^\s:/]+):(?P<port>\d+)"
 )
 _READY = re.compile(rb"kubelite: (?P<component>[a-z-]+) ready\b")
 

@@ -20,7 +20,9 @@ Kubernetes: without one, a deleted namespace stays Terminating.
 On shutdown every open watch is ended first (``on_shutdown``), so stopping never waits for
 watch streams to time out.
 
-Limits: plain HTTP only (TLS and authentication arrive with the secure port in a later issue).
+Every request passes ``authentication`` (the secure port's users; the insecure port's
+superuser) and then the interim rule of ``authorization_until_rbac``; ``service.py`` serves
+the same app on both ports.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ from aiohttp import web
 from api.registry import REGISTRY, Registry
 from component.errors import Fatal
 from component.tasks import TaskGroup
+from services.apiserver.authentication import Authentication, StaticTokens, authenticate_requests
+from services.apiserver.authorization_until_rbac import authorize_until_rbac
 from services.apiserver.bootstrap import (
     ensure_default_storage_class,
     ensure_kubernetes_service,
@@ -50,6 +54,7 @@ from services.apiserver.inflight import InflightLimits, limit_inflight
 from services.apiserver.middleware import log_malformed_requests, status_errors
 from services.apiserver.proxy import setup_proxy
 from services.apiserver.rest import setup_rest
+from services.apiserver.service_account_tokens import TokenKeys
 from services.apiserver.service_allocation import (
     ServiceAllocator,
     parse_cluster_ip_range,
@@ -117,9 +122,16 @@ def make_app(
         max_read_only=options.max_requests_inflight,
         max_mutating=options.max_mutating_requests_inflight,
     )
-    # status_errors outermost: it renders the 429 that limit_inflight raises.
+    ctx.token_keys = _token_keys(options)
+    # status_errors outermost: it renders the 401, 403 and 429 the others raise.
     app = web.Application(
-        middlewares=[status_errors, store_failures, limit_inflight(inflight)],
+        middlewares=[
+            status_errors,
+            authenticate_requests(_authentication(options, ctx.token_keys)),
+            authorize_until_rbac,
+            store_failures,
+            limit_inflight(inflight),
+        ],
         client_max_size=MAX_BODY_BYTES + 1,
     )
     app[CONTEXT] = ctx
@@ -134,6 +146,29 @@ def make_app(
     setup_proxy(app)
     setup_rest(app)
     return app
+
+
+def _token_keys(options: ServerOptions) -> TokenKeys | None:
+    """The service-account keys the options name, if any."""
+    if not options.service_account_key_files and options.service_account_signing_key_file is None:
+        return None
+    return TokenKeys.load(
+        issuer=options.service_account_issuer,
+        audiences=options.api_audiences,
+        key_files=options.service_account_key_files,
+        signing_key_file=options.service_account_signing_key_file,
+    )
+
+
+def _authentication(options: ServerOptions, keys: TokenKeys | None) -> Authentication:
+    """The secure port's authenticators (the insecure port's requests skip them)."""
+    tokens = StaticTokens.load(options.token_auth_file) if options.token_auth_file else None
+    return Authentication(
+        client_certificates=options.client_ca_file is not None,
+        tokens=tokens or StaticTokens(),
+        service_accounts=keys,
+        anonymous=options.anonymous_auth,
+    )
 
 
 def _service_allocator(ctx: ApiContext) -> ServiceAllocator:

@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import resource
+import ssl
 from collections.abc import Callable
 from typing import Final, cast
 
@@ -210,15 +211,17 @@ class CappedTCPSite(web.BaseSite):
         *,
         cap: ConnectionCap,
         backlog: int = 128,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
-        super().__init__(runner, backlog=backlog)
+        super().__init__(runner, backlog=backlog, ssl_context=ssl_context)
         self._host = host
         self._port = port
         self._cap = cap
 
     @property
     def name(self) -> str:
-        return f"http://{self._host}:{self._port}"
+        scheme = "https" if self._ssl_context else "http"
+        return f"{scheme}://{self._host}:{self._port}"
 
     async def start(self) -> None:
         await super().start()
@@ -230,4 +233,5 @@ class CappedTCPSite(web.BaseSite):
             self._port,
             backlog=self._backlog,
             reuse_address=True,
+            ssl=self._ssl_context,
         )

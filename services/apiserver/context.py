@@ -9,12 +9,15 @@ Limits: it owns nothing itself — ``app.py`` creates and tears down everything 
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from aiohttp import web
 
 from api.registry import Registry, ResourceType
+from services.apiserver.service_account_tokens import DEFAULT_ISSUER, TokenKeys
 from services.apiserver.service_allocation import (
     ServiceAllocator,
     parse_cluster_ip_range,
@@ -36,7 +39,27 @@ class ServerOptions:
     bind_address: str = "127.0.0.1"
     port: int = 8080
     secure_port: int = -1
-    """The HTTPS port; -1 = off (the only value accepted until TLS lands)."""
+    """The HTTPS port with authentication (``--secure-port``); 0 = any free port, -1 = off."""
+    secure_bind_address: str = "0.0.0.0"
+    """Address of the secure port (``--bind-address``; Kubernetes' default: every interface)."""
+    cert_dir: Path | None = None
+    """Where a self-made CA and serving certificate go when ``tls_cert_file`` is not given
+    (``--cert-dir``; None = ``<state_dir>/pki``)."""
+    tls_cert_file: Path | None = None
+    tls_private_key_file: Path | None = None
+    client_ca_file: Path | None = None
+    """CA whose client certificates authenticate their CN/O (``--client-ca-file``)."""
+    token_auth_file: Path | None = None
+    """CSV ``token,user,uid[,"group1,group2"]`` (``--token-auth-file``)."""
+    service_account_key_files: tuple[Path, ...] = ()
+    """Public keys that verify service-account tokens (``--service-account-key-file``)."""
+    service_account_signing_key_file: Path | None = None
+    service_account_issuer: str = DEFAULT_ISSUER
+    api_audiences: tuple[str, ...] = ()
+    """Audiences a token must name one of (``--api-audiences``; empty = the issuer)."""
+    anonymous_auth: bool = True
+    """Requests without credentials on the secure port are ``system:anonymous``
+    (``--anonymous-auth``); False: 401."""
     event_ttl: float = 3600.0
     """Seconds an Event lives after its last write (``--event-ttl``, Kubernetes' default 1h)."""
     compaction_window: int = 10_000
@@ -90,6 +113,8 @@ class ServerOptions:
             raise ValueError("the open connection limit must be >= 0 (0 means no limit)")
         parse_cluster_ip_range(self.service_cluster_ip_range)
         parse_port_range(self.service_node_port_range)
+        if (self.tls_cert_file is None) != (self.tls_private_key_file is None):
+            raise ValueError("--tls-cert-file and --tls-private-key-file go together")
         if self.service_repair_interval <= 0 or self.service_leak_grace < 0:
             raise ValueError("the service repair interval must be positive, the grace >= 0")
 
@@ -103,6 +128,10 @@ class ApiContext:
     caches: dict[tuple[str, str], WatchCache] = field(default_factory=dict)
     services: ServiceAllocator | None = None
     """Hands out ClusterIPs and NodePorts (set by ``make_app``)."""
+    token_keys: TokenKeys | None = None
+    """Signs and checks service-account tokens (set by ``make_app`` from the options)."""
+    clock: Callable[[], float] = time.time
+    """Seconds since the epoch, for token lifetimes; tests replace it to move time."""
 
     def __post_init__(self) -> None:
         for rt in self.registry:

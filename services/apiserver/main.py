@@ -1,9 +1,11 @@
 """``kubelite apiserver`` / ``python -m services.apiserver``: flags -> options -> the runtime.
 
 Parses the flags into ``ServerOptions`` and hands ``service.ApiServer`` to the component
-runtime (``component.run``: uvloop, signals, exit codes). With ``--insecure-port 0`` the OS
-picks a free port; the line ``kubelite: apiserver api listening on http://ADDRESS:PORT`` on
-stderr names it (``component.ready``), then ``kubelite: apiserver ready``.
+runtime (``component.run``: uvloop, signals, exit codes). With ``--insecure-port 0`` (or
+``--secure-port 0``) the OS picks a free port; the line ``kubelite: apiserver api listening on
+http://ADDRESS:PORT`` (``secure ... https://``) on stderr names it (``component.ready``), then
+``kubelite: apiserver ready``. -1 closes a port. The insecure port binds only loopback unless
+``--insecure-allow-remote``.
 """
 
 from __future__ import annotations
@@ -19,16 +21,17 @@ from component.flags import (
     duration,
     format_duration,
     log_flags,
-    port,
     port_or_off,
 )
 from services.apiserver.connections import HEADER_TIMEOUT, default_max_connections
 from services.apiserver.context import ServerOptions
 from services.apiserver.service import ApiServer
+from services.apiserver.service_account_tokens import DEFAULT_ISSUER
 from services.apiserver.service_allocation import (
     DEFAULT_CLUSTER_IP_RANGE,
     DEFAULT_NODE_PORT_RANGE,
 )
+from services.apiserver.serving import is_loopback
 
 __all__ = ["build_parser", "main", "parse_args"]
 
@@ -41,6 +44,14 @@ def _count(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"{value} is negative (0 means no limit)")
     return value
+
+
+def _boolean(text: str) -> bool:
+    if text.lower() in ("true", "1"):
+        return True
+    if text.lower() in ("false", "0"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -64,22 +75,97 @@ def build_parser() -> argparse.ArgumentParser:
         "--insecure-bind-address",
         default="127.0.0.1",
         metavar="ADDRESS",
-        help="address of the plain-HTTP port, no authentication (default: 127.0.0.1)",
+        help="address of the plain-HTTP port, where every request is a superuser without "
+        "authentication; only a loopback address unless --insecure-allow-remote "
+        "(default: 127.0.0.1)",
+    )
+    p.add_argument(
+        "--insecure-allow-remote",
+        action="store_true",
+        help="allow a non-loopback --insecure-bind-address (a warning is logged at every start)",
     )
     p.add_argument(
         "--insecure-port",
-        type=port,
+        type=port_or_off,
         default=8080,
         metavar="PORT",
-        help="plain-HTTP port; 0 picks any free port (printed on the ready line) (default: 8080)",
+        help="plain-HTTP port; 0 picks any free port (printed on the ready line), -1 closes "
+        "it (default: 8080)",
+    )
+    p.add_argument(
+        "--bind-address",
+        default="0.0.0.0",
+        metavar="ADDRESS",
+        help="address of the secure port (default: 0.0.0.0)",
     )
     p.add_argument(
         "--secure-port",
         type=port_or_off,
-        default=-1,
+        default=6443,
         metavar="PORT",
-        help="HTTPS port with authentication; -1 turns it off. TLS and authentication arrive "
-        "in a later release, so only -1 is accepted for now (default: -1)",
+        help="HTTPS port with authentication; 0 picks any free port, -1 turns it off "
+        "(default: 6443)",
+    )
+    tls = p.add_argument_group("TLS and authentication (the secure port)")
+    tls.add_argument(
+        "--cert-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="where a CA, serving certificate and service-account key are made when "
+        "--tls-cert-file is not given (default: <state-dir>/pki)",
+    )
+    tls.add_argument("--tls-cert-file", type=Path, default=None, metavar="FILE")
+    tls.add_argument("--tls-private-key-file", type=Path, default=None, metavar="FILE")
+    tls.add_argument(
+        "--client-ca-file",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="client certificates signed by this CA authenticate as CN (user) in O (groups)",
+    )
+    tls.add_argument(
+        "--token-auth-file",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help='static bearer tokens: CSV lines token,user,uid[,"group1,group2"]',
+    )
+    tls.add_argument(
+        "--service-account-key-file",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="PEM public (or private) keys that verify service-account tokens; repeatable",
+    )
+    tls.add_argument(
+        "--service-account-signing-key-file",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="PEM RSA private key the TokenRequest API signs tokens with",
+    )
+    tls.add_argument(
+        "--service-account-issuer",
+        default=DEFAULT_ISSUER,
+        metavar="URL",
+        help=f"the iss claim of service-account tokens (default: {DEFAULT_ISSUER})",
+    )
+    tls.add_argument(
+        "--api-audiences",
+        type=lambda text: tuple(a for a in text.split(",") if a),
+        default=(),
+        metavar="AUD1,AUD2",
+        help="audiences a token must name one of (default: the issuer)",
+    )
+    tls.add_argument(
+        "--anonymous-auth",
+        type=_boolean,
+        default=True,
+        metavar="true|false",
+        help="requests without credentials are system:anonymous (authorization decides); "
+        "false answers them 401 (default: true)",
     )
     p.add_argument(
         "--event-ttl",
@@ -176,8 +262,11 @@ def build_parser() -> argparse.ArgumentParser:
 def parse_args(argv: Sequence[str]) -> tuple[ServerOptions, argparse.Namespace]:
     parser = build_parser()
     args = parser.parse_args(list(argv))
-    if args.secure_port != -1:
-        parser.error("--secure-port: TLS and authentication are not available yet; use -1")
+    if not args.insecure_allow_remote and not is_loopback(args.insecure_bind_address):
+        parser.error(
+            f"--insecure-bind-address {args.insecure_bind_address}: the insecure port has no "
+            "authentication; bind it to loopback, or pass --insecure-allow-remote"
+        )
     store_url = args.store or f"sqlite://{(args.state_dir / 'kubelite.db').resolve()}"
     try:
         options = ServerOptions(
@@ -186,6 +275,17 @@ def parse_args(argv: Sequence[str]) -> tuple[ServerOptions, argparse.Namespace]:
             bind_address=args.insecure_bind_address,
             port=args.insecure_port,
             secure_port=args.secure_port,
+            secure_bind_address=args.bind_address,
+            cert_dir=args.cert_dir,
+            tls_cert_file=args.tls_cert_file,
+            tls_private_key_file=args.tls_private_key_file,
+            client_ca_file=args.client_ca_file,
+            token_auth_file=args.token_auth_file,
+            service_account_key_files=tuple(args.service_account_key_file),
+            service_account_signing_key_file=args.service_account_signing_key_file,
+            service_account_issuer=args.service_account_issuer,
+            api_audiences=args.api_audiences,
+            anonymous_auth=args.anonymous_auth,
             event_ttl=args.event_ttl,
             compaction_window=args.compaction_window,
             compaction_interval=args.compaction_interval,

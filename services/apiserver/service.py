@@ -3,9 +3,12 @@
 What it owns (``ApiServer``, a ``component.Service``):
 
 * ``start``: builds the app (``app.make_app``: opens the store), sets up its runner — which
-  loads every watch cache before returning — and listens on ``--insecure-bind-address:
-  --insecure-port`` behind the connection cap (``connections.CappedTCPSite``); the
-  ``kubelite: apiserver api listening on http://HOST:PORT`` line names the port (0 picks one);
+  loads every watch cache before returning — and listens, behind one connection cap
+  (``connections.CappedTCPSite``), on ``--insecure-bind-address:--insecure-port`` (plain HTTP;
+  ``kubelite: apiserver api listening on http://HOST:PORT``) and on ``--bind-address:
+  --secure-port`` (TLS from ``serving``; ``... secure listening on https://HOST:PORT``) —
+  the same app on both; 0 picks a port, -1 leaves that port closed. A non-loopback insecure
+  address is logged as a warning at every start;
 * ``wait``: until the store fails for good (``storehealth``) or a background task ends
   (``app.BACKGROUND``), either of which stops the server with exit code 1 — the store's with
   one line saying what is wrong and what to do; SIGINT/SIGTERM cancel it (exit 0);
@@ -34,6 +37,7 @@ from services.apiserver.connections import (
 )
 from services.apiserver.context import CONTEXT, ServerOptions
 from services.apiserver.kubernetes_endpoints import advertised_address, keep_kubernetes_endpoints
+from services.apiserver.serving import is_loopback, server_ssl_context, with_self_made_pki
 from services.apiserver.storehealth import STORE_HEALTH
 from store.base import StoreFailed
 
@@ -47,6 +51,7 @@ class ApiServer:
         self.options = options
         self.access_log = access_log
         self.port: int | None = None
+        self.secure_port: int | None = None
         self.app: web.Application | None = None
         self._runner: web.AppRunner | None = None
 
@@ -54,6 +59,14 @@ class ApiServer:
         return Fatal(f"store {self.options.store_url}: {failure}")
 
     async def start(self) -> None:
+        if self.options.secure_port != -1:
+            try:
+                self.options = with_self_made_pki(self.options)
+            except OSError as exc:
+                raise Fatal(
+                    f"cannot make the secure port's certificates: {exc} (pass --cert-dir, "
+                    "--tls-cert-file and --tls-private-key-file, or --secure-port=-1)"
+                ) from None
         options = self.options
         limit = options.max_open_connections
         cap = ConnectionCap(limit=default_max_connections() if limit is None else limit)
@@ -74,21 +87,48 @@ class ApiServer:
         def site(r: web.BaseRunner, host: str, port: int) -> web.BaseSite:
             return CappedTCPSite(r, host, port, cap=cap)
 
-        self.port = await listen(
-            runner,
-            component="apiserver",
-            endpoint="api",
-            host=options.bind_address,
-            port=options.port,
-            flag="--insecure-port",
-            site=site,
-        )
-        app[BACKGROUND].start(
-            "kubernetes-endpoints",
-            keep_kubernetes_endpoints(
-                app[CONTEXT], address=advertised_address(options.bind_address), port=self.port
-            ),
-        )
+        if options.port != -1:
+            if not is_loopback(options.bind_address):
+                log.warning(
+                    "the insecure port %s:%d serves everyone who reaches it as a superuser, "
+                    "without authentication (--insecure-allow-remote)",
+                    options.bind_address,
+                    options.port,
+                )
+            self.port = await listen(
+                runner,
+                component="apiserver",
+                endpoint="api",
+                host=options.bind_address,
+                port=options.port,
+                flag="--insecure-port",
+                site=site,
+            )
+        if options.secure_port != -1:
+            tls = server_ssl_context(options)
+
+            def secure_site(r: web.BaseRunner, host: str, port: int) -> web.BaseSite:
+                return CappedTCPSite(r, host, port, cap=cap, ssl_context=tls)
+
+            self.secure_port = await listen(
+                runner,
+                component="apiserver",
+                endpoint="secure",
+                host=options.secure_bind_address,
+                port=options.secure_port,
+                flag="--secure-port",
+                site=secure_site,
+                scheme="https",
+            )
+        served = self.secure_port if self.secure_port is not None else self.port
+        bind = options.secure_bind_address if self.secure_port is not None else options.bind_address
+        if served is not None:
+            app[BACKGROUND].start(
+                "kubernetes-endpoints",
+                keep_kubernetes_endpoints(
+                    app[CONTEXT], address=advertised_address(bind), port=served
+                ),
+            )
         log.info("store %s; state dir %s", options.store_url, options.state_dir)
         log.info(
             "limits: %s read-only and %s mutating requests in flight, %s open connections "

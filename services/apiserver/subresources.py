@@ -1,4 +1,5 @@
-"""Subresources: ``status``, ``pods/binding``, ``scale`` and ``namespaces/finalize``.
+"""Subresources: ``status``, ``pods/binding``, ``scale``, ``namespaces/finalize`` and
+``serviceaccounts/token`` (``token_request``).
 
 Why: Kubernetes splits who may write what. Controllers and kubelets write ``status`` through
 ``.../status`` (which changes nothing else), users write ``spec`` through the main resource (which
@@ -38,6 +39,7 @@ from services.apiserver.handlers import (
     object_response,
 )
 from services.apiserver.strategy import prepare_for_status_update, validate_object
+from services.apiserver.token_request import create_token
 
 if TYPE_CHECKING:  # rest.py dispatches here, so the import runs one way only
     from services.apiserver.rest import Target
@@ -75,6 +77,10 @@ async def dispatch(request: web.Request, ctx: ApiContext, target: Target) -> web
         if method != "POST":
             raise method_not_allowed()
         return await evict(request, ctx, target)
+    if sub == "token" and rt.kind == "ServiceAccount":
+        if method != "POST":
+            raise method_not_allowed()
+        return await create_token(request, ctx, target)
     if sub == "finalize" and rt.kind == "Namespace":
         if method != "PUT":
             raise method_not_allowed()

@@ -1,0 +1,259 @@
+"""Authentication on the secure port: who a request comes from, or 401.
+
+Why: Kubernetes' apiserver answers a request only once it knows its user; authorization
+(``identity.Authorizer``), admission and the audit log all start from that user. This module
+decides it, for requests arriving over TLS on ``--secure-port``; a request on the loopback
+plain-HTTP port is ``identity.INSECURE_SUPERUSER``, as Kubernetes' insecure port was.
+
+What it owns, in the order Kubernetes' union authenticator asks them:
+
+* **x509 client certificates**: the TLS handshake already checked the chain against
+  ``--client-ca-file`` (a certificate from another CA, or expired, fails the handshake itself,
+  so such a client never gets an HTTP answer); here the certificate must allow client
+  authentication; the user is its CN, the groups its O values;
+* **static tokens** (``--token-auth-file``): a CSV of ``token,user,uid[,"group1,group2"]``,
+  read once at start;
+* **service-account tokens**: JWTs ``service_account_tokens`` verifies, then the service
+  account must still exist with the token's uid, and the pod or Secret the token is bound to
+  too (a token outlives neither); the user is ``system:serviceaccount:<ns>:<name>`` in
+  ``system:serviceaccounts`` and ``system:serviceaccounts:<ns>``, with the pod's name and uid
+  in ``extra`` as Kubernetes puts them;
+* **anonymous** (``--anonymous-auth``, default on): a request with no credentials at all is
+  ``system:anonymous`` in ``system:unauthenticated``; authorization then decides. Off, it is 401.
+
+Credentials that are present but wrong (an unknown token, a token past its expiry or whose pod
+is gone) are 401 ``Unauthorized`` — never a fall back to anonymous. Every authenticated user
+also gets ``system:authenticated``. The reason a credential was refused is logged, never sent.
+
+Not here: OIDC, webhook token authentication, the request-header (front proxy) authenticator,
+bootstrap tokens.
+"""
+
+from __future__ import annotations
+
+import csv
+import logging
+import ssl
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+from aiohttp.typedefs import Handler, Middleware
+from cryptography import x509
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from api.errors import Unauthorized
+from services.apiserver.context import CONTEXT, ApiContext
+from services.apiserver.identity import (
+    ANONYMOUS,
+    AUTHENTICATED_GROUP,
+    INSECURE_SUPERUSER,
+    UNAUTHENTICATED_GROUP,
+    UserInfo,
+    set_request_user,
+)
+from services.apiserver.service_account_tokens import (
+    InvalidToken,
+    TokenKeys,
+    service_account_username,
+)
+
+__all__ = [
+    "Authentication",
+    "InvalidCredentials",
+    "StaticTokens",
+    "authenticate_requests",
+    "is_secure",
+]
+
+log = logging.getLogger(__name__)
+
+SERVICE_ACCOUNTS_GROUP = "system:serviceaccounts"
+POD_NAME_EXTRA = "authentication.kubernetes.io/pod-name"
+POD_UID_EXTRA = "authentication.kubernetes.io/pod-uid"
+CREDENTIAL_ID_EXTRA = "authentication.kubernetes.io/credential-id"
+
+
+class InvalidCredentials(Exception):
+    """Credentials were presented and are not valid; the message is for the log only."""
+
+
+def is_secure(request: web.Request) -> bool:
+    """Did ``request`` arrive over TLS (the secure port)?"""
+    transport = request.transport
+    return transport is not None and transport.get_extra_info("sslcontext") is not None
+
+
+@dataclass(frozen=True, slots=True)
+class StaticTokens:
+    """``--token-auth-file``: token -> user."""
+
+    users: Mapping[str, UserInfo] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, path: Path) -> StaticTokens:
+        """Parse the CSV as Kubernetes does; ``ValueError`` for a line with too few columns."""
+        users: dict[str, UserInfo] = {}
+        with path.open(newline="") as lines:
+            for number, record in enumerate(csv.reader(lines, skipinitialspace=True), 1):
+                if not record or record[0].startswith("#"):
+                    continue
+                if len(record) < 3:
+                    raise ValueError(
+                        f"token file {path!r} must have at least 3 columns (token, user name, "
+                        f"user uid), found {len(record)} on line {number}"
+                    )
+                token, name, uid = record[0], record[1], record[2]
+                if not token:
+                    log.warning("token file %s: line %d has an empty token; skipped", path, number)
+                    continue
+                if token in users:
+                    log.warning("token file %s: line %d repeats a token; it wins", path, number)
+                groups = tuple(g for g in record[3].split(",") if g) if len(record) > 3 else ()
+                users[token] = UserInfo(name=name, uid=uid, groups=groups)
+        return cls(users=users)
+
+
+def _certificate_user(request: web.Request) -> UserInfo | None:
+    """The user of the verified client certificate, if the client sent one."""
+    transport = request.transport
+    ssl_object = transport.get_extra_info("ssl_object") if transport is not None else None
+    if not isinstance(ssl_object, ssl.SSLObject | ssl.SSLSocket):
+        return None
+    der = ssl_object.getpeercert(binary_form=True)
+    if not der:
+        return None
+    cert = x509.load_der_x509_certificate(der)
+    try:
+        usages = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
+    except x509.ExtensionNotFound:
+        usages = None
+    if usages is not None and ExtendedKeyUsageOID.CLIENT_AUTH not in usages:
+        raise InvalidCredentials("the client certificate does not allow client authentication")
+    names = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
+    if not names or not str(names[0].value):
+        raise InvalidCredentials("the client certificate has no common name")
+    groups = cert.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)
+    return UserInfo(name=str(names[0].value), groups=tuple(str(g.value) for g in groups))
+
+
+def _bearer_token(request: web.Request) -> str | None:
+    header = request.headers.get("Authorization", "")
+    scheme, _, token = header.strip().partition(" ")
+    if scheme.lower() != "bearer":
+        return None
+    return token.strip() or None
+
+
+@dataclass(frozen=True, slots=True)
+class Authentication:
+    """The secure port's authenticators (see the module docstring)."""
+
+    client_certificates: bool = True
+    tokens: StaticTokens = field(default_factory=StaticTokens)
+    service_accounts: TokenKeys | None = None
+    anonymous: bool = True
+
+    async def authenticate(self, request: web.Request, ctx: ApiContext) -> UserInfo:
+        """The user ``request`` comes from; ``InvalidCredentials`` for wrong credentials,
+        ``Unauthorized`` when there are none and anonymous requests are off."""
+        if self.client_certificates:
+            user = _certificate_user(request)
+            if user is not None:
+                return _with_authenticated(user)
+        token = _bearer_token(request)
+        if token is not None:
+            return _with_authenticated(await self._token_user(token, ctx))
+        if not self.anonymous:
+            raise InvalidCredentials("no credentials, and anonymous requests are off")
+        return ANONYMOUS
+
+    async def _token_user(self, token: str, ctx: ApiContext) -> UserInfo:
+        user = self.tokens.users.get(token)
+        if user is not None:
+            return user
+        if self.service_accounts is None or token.count(".") != 2:
+            raise InvalidCredentials("unknown bearer token")
+        now = ctx.clock()
+        try:
+            claims = self.service_accounts.decode(token, now=now)
+        except InvalidToken as exc:
+            raise InvalidCredentials(f"service-account token: {exc}") from None
+        return await _service_account_user(claims, ctx)
+
+
+def _with_authenticated(user: UserInfo) -> UserInfo:
+    if AUTHENTICATED_GROUP in user.groups or UNAUTHENTICATED_GROUP in user.groups:
+        return user
+    return UserInfo(
+        name=user.name, uid=user.uid, groups=(*user.groups, AUTHENTICATED_GROUP), extra=user.extra
+    )
+
+
+def _ref(claims: Mapping[str, Any], key: str) -> tuple[str, str] | None:
+    value = claims.get(key)
+    if not isinstance(value, dict):
+        return None
+    return str(value.get("name") or ""), str(value.get("uid") or "")
+
+
+async def _still_there(ctx: ApiContext, plural: str, namespace: str, ref: tuple[str, str]) -> None:
+    name, uid = ref
+    obj = await ctx.storage(ctx.resource("", plural)).get_or_none(namespace, name)
+    if obj is None:
+        raise InvalidCredentials(f"{plural} {namespace}/{name} the token is bound to is gone")
+    actual = obj["metadata"].get("uid", "")
+    if uid and actual != uid:
+        raise InvalidCredentials(
+            f"{plural} {namespace}/{name}: uid ({actual}) does not match the claim ({uid})"
+        )
+
+
+async def _service_account_user(claims: Mapping[str, Any], ctx: ApiContext) -> UserInfo:
+    private = claims.get("kubernetes.io")
+    if not isinstance(private, dict):
+        raise InvalidCredentials("service-account token without kubernetes.io claims")
+    namespace = str(private.get("namespace") or "")
+    account = _ref(private, "serviceaccount")
+    if not namespace or account is None or not account[0]:
+        raise InvalidCredentials("service-account token without a namespace or account")
+    if claims.get("sub") != service_account_username(namespace, account[0]):
+        raise InvalidCredentials("service-account token whose subject is not its account")
+    await _still_there(ctx, "serviceaccounts", namespace, account)
+    extra: dict[str, tuple[str, ...]] = {}
+    pod = _ref(private, "pod")
+    if pod is not None:
+        await _still_there(ctx, "pods", namespace, pod)
+        extra = {POD_NAME_EXTRA: (pod[0],), POD_UID_EXTRA: (pod[1],)}
+    secret = _ref(private, "secret")
+    if secret is not None:
+        await _still_there(ctx, "secrets", namespace, secret)
+    if claims.get("jti"):
+        extra[CREDENTIAL_ID_EXTRA] = (f"JTI={claims['jti']}",)
+    return UserInfo(
+        name=service_account_username(namespace, account[0]),
+        uid=account[1],
+        groups=(SERVICE_ACCOUNTS_GROUP, f"{SERVICE_ACCOUNTS_GROUP}:{namespace}"),
+        extra=extra,
+    )
+
+
+def authenticate_requests(authentication: Authentication) -> Middleware:
+    """The middleware: every request gets its user (``identity.set_request_user``) or a 401."""
+
+    @web.middleware
+    async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if not is_secure(request):
+            set_request_user(request, INSECURE_SUPERUSER)
+            return await handler(request)
+        try:
+            user = await authentication.authenticate(request, request.app[CONTEXT])
+        except InvalidCredentials as exc:
+            log.info("401 for %s %s: %s", request.method, request.path, exc)
+            raise Unauthorized("Unauthorized") from None
+        set_request_user(request, user)
+        return await handler(request)
+
+    return authenticate
