@@ -30,6 +30,7 @@ import asyncio
 import contextlib
 import logging
 import socket
+from typing import cast
 
 from services.proxy.balancer import Balancer
 from services.proxy.service_table import Frontend, Route
@@ -58,9 +59,9 @@ class _Side(asyncio.Protocol):
         self.closed = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
-        transport.set_write_buffer_limits(high=WRITE_BUFFER_HIGH)
+        # uvloop's transports implement asyncio.Transport without subclassing it
+        self.transport = cast(asyncio.Transport, transport)
+        self.transport.set_write_buffer_limits(high=WRITE_BUFFER_HIGH)
 
     def data_received(self, data: bytes) -> None:
         peer = self.peer
@@ -105,6 +106,9 @@ class _Client(_Side):
         super().__init__()
         self.listener = listener
         self._connecting: asyncio.Task[None] | None = None
+        self._early: list[bytes] = []
+        """What the client sent before the endpoint answered (uvloop may deliver the first
+        bytes, even the EOF, before ``pause_reading`` takes effect)."""
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
@@ -132,7 +136,7 @@ class _Client(_Side):
             if self.closed:  # the client left while we connected
                 upstream.transport.close()
                 return
-            self.peer = upstream
+            self._relay_early(upstream)
             self.transport.resume_reading()
             return
         if tried:
@@ -143,6 +147,27 @@ class _Client(_Side):
             )  # fmt: skip
         if self.transport is not None:
             self.transport.abort()
+
+    def data_received(self, data: bytes) -> None:
+        if self.peer is None:
+            self._early.append(data)
+        else:
+            super().data_received(data)
+
+    def eof_received(self) -> bool:
+        if self.peer is None:
+            self.eof = True
+            return True  # passed on once the endpoint answers
+        return super().eof_received()
+
+    def _relay_early(self, upstream: _Side) -> None:
+        self.peer = upstream
+        assert upstream.transport is not None
+        for data in self._early:
+            upstream.transport.write(data)
+        self._early.clear()
+        if self.eof and upstream.transport.can_write_eof():
+            upstream.transport.write_eof()
 
     async def _open_upstream(self, endpoint: tuple[str, int]) -> _Side:
         upstream = _Side()
