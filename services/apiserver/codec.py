@@ -50,6 +50,7 @@ from services.apiserver import protobuf
 __all__ = [
     "JSON_CONTENT_TYPE",
     "MAX_BODY_BYTES",
+    "REQUEST_BODY",
     "PatchType",
     "dumps",
     "json_response",
@@ -99,8 +100,15 @@ def json_response(
     )
 
 
+REQUEST_BODY = "kubelite.request_body"
+"""Where ``read_body`` leaves the body it read on the request (the audit log's requestObject)."""
+
+
 async def read_body(request: web.Request) -> bytes:
-    """The raw body, refused with 413 past ``MAX_BODY_BYTES`` without buffering all of it."""
+    """The raw body, refused with 413 past ``MAX_BODY_BYTES`` without buffering all of it.
+
+    It is also kept on the request under ``REQUEST_BODY``.
+    """
     length = request.content_length
     if length is not None and length > MAX_BODY_BYTES:
         raise _too_large()
@@ -114,7 +122,8 @@ async def read_body(request: web.Request) -> bytes:
         if size > MAX_BODY_BYTES:
             raise _too_large()
         chunks.append(chunk)
-    return b"".join(chunks)
+    body = request[REQUEST_BODY] = b"".join(chunks)
+    return body
 
 
 def _too_large() -> RequestEntityTooLarge:

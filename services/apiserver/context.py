@@ -92,6 +92,16 @@ class ServerOptions:
     service_leak_grace: float = 60.0
     """An allocation no Service holds is released once it is this old (a younger one may belong
     to a create still in flight)."""
+    audit_policy_file: Path | None = None
+    """The audit ``Policy`` (``--audit-policy-file``); without it nothing is audited."""
+    audit_log_path: str | None = None
+    """Where audit events go, one JSON line each (``--audit-log-path``; ``-`` = stdout)."""
+    audit_log_maxsize: int = 0
+    """MiB the audit log may reach before it is rotated (``--audit-log-maxsize``; 0 = never)."""
+    audit_log_maxbackup: int = 0
+    """Rotated audit logs kept (``--audit-log-maxbackup``; 0 = all)."""
+    encryption_provider_config: Path | None = None
+    """The ``EncryptionConfiguration`` for encryption at rest (``--encryption-provider-config``)."""
     immortal_namespaces: tuple[str, ...] = ("default", "kube-system", "kube-public")
     initial_namespaces: tuple[str, ...] = (
         "default",
@@ -115,6 +125,8 @@ class ServerOptions:
         parse_port_range(self.service_node_port_range)
         if (self.tls_cert_file is None) != (self.tls_private_key_file is None):
             raise ValueError("--tls-cert-file and --tls-private-key-file go together")
+        if self.audit_log_maxsize < 0 or self.audit_log_maxbackup < 0:
+            raise ValueError("the audit log's size and backup count must be >= 0")
         if self.service_repair_interval <= 0 or self.service_leak_grace < 0:
             raise ValueError("the service repair interval must be positive, the grace >= 0")
 

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import component
+from api.registry import REGISTRY
 from component.flags import (
     add_log_flags,
     duration,
@@ -23,8 +24,10 @@ from component.flags import (
     log_flags,
     port_or_off,
 )
+from services.apiserver.audit_policy import load_policy
 from services.apiserver.connections import HEADER_TIMEOUT, default_max_connections
 from services.apiserver.context import ServerOptions
+from services.apiserver.encryption import load_encryption_config
 from services.apiserver.service import ApiServer
 from services.apiserver.service_account_tokens import DEFAULT_ISSUER
 from services.apiserver.service_allocation import (
@@ -254,6 +257,39 @@ def build_parser() -> argparse.ArgumentParser:
         help="age an allocation no Service holds must reach before the repair loop releases "
         "it (default: 1m)",
     )
+    p.add_argument(
+        "--audit-policy-file",
+        type=Path,
+        metavar="FILE",
+        help="audit.k8s.io/v1 Policy deciding which requests are logged and how much of each; "
+        "without it nothing is audited",
+    )
+    p.add_argument(
+        "--audit-log-path",
+        metavar="PATH",
+        help="file the audit events are appended to, one JSON line each; - for stdout",
+    )
+    p.add_argument(
+        "--audit-log-maxsize",
+        type=_count,
+        default=0,
+        metavar="MB",
+        help="rotate the audit log when it reaches this many MiB; 0 = never (default: 0)",
+    )
+    p.add_argument(
+        "--audit-log-maxbackup",
+        type=_count,
+        default=0,
+        metavar="N",
+        help="rotated audit logs to keep; 0 = all (default: 0)",
+    )
+    p.add_argument(
+        "--encryption-provider-config",
+        type=Path,
+        metavar="FILE",
+        help="apiserver.config.k8s.io/v1 EncryptionConfiguration: which resources are "
+        "encrypted in the store, and with which keys (aesgcm, aescbc, identity)",
+    )
     add_log_flags(p)
     p.add_argument("--access-log", action="store_true", help="log every request")
     return p
@@ -298,7 +334,16 @@ def parse_args(argv: Sequence[str]) -> tuple[ServerOptions, argparse.Namespace]:
             service_node_port_range=args.service_node_port_range,
             service_repair_interval=args.service_repair_interval,
             service_leak_grace=args.service_leak_grace,
+            audit_policy_file=args.audit_policy_file,
+            audit_log_path=args.audit_log_path,
+            audit_log_maxsize=args.audit_log_maxsize,
+            audit_log_maxbackup=args.audit_log_maxbackup,
+            encryption_provider_config=args.encryption_provider_config,
         )
+        if options.audit_policy_file is not None:
+            load_policy(options.audit_policy_file)
+        if options.encryption_provider_config is not None:
+            load_encryption_config(options.encryption_provider_config, REGISTRY)
     except ValueError as exc:
         parser.error(str(exc))
     return options, args

@@ -17,7 +17,9 @@ layer is the only code that crosses between the two, so the rules that tie them 
   ``deletionTimestamp``, zero grace and no finalizers deletes it instead of writing it.
 
 Limits: no caching here (the watch cache serves ``resourceVersion=0`` reads), and an update
-that changes nothing is not written (its resourceVersion stays), as in Kubernetes.
+that changes nothing is not written (its resourceVersion stays), as in Kubernetes — unless the
+stored value is stale (``encryption.StaleValue``: encrypted with an older key), so a rewrite
+re-encrypts it.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from api.defaults import fill_serialised
 from api.errors import AlreadyExists, Conflict, Expired, NotFound
 from api.registry import ResourceType
 from services.apiserver.codec import dumps, loads
+from services.apiserver.encryption import StaleValue
 from store.base import (
     Compacted,
     KeyExists,
@@ -206,7 +209,7 @@ class ObjectStorage:
             new_meta = new.get("metadata")
             if isinstance(new_meta, dict):
                 new_meta["resourceVersion"] = str(kv.mod_revision)
-            if new == current:
+            if new == current and not isinstance(kv, StaleValue):
                 return UpdateResult(obj=current, changed=False)
             try:
                 if should_delete(new) and not should_delete(current):

@@ -39,6 +39,7 @@ from typing import Any
 from api.errors import Expired, StatusError
 from api.registry import ResourceType
 from services.apiserver.codec import dumps, loads
+from services.apiserver.encryption import Undecryptable
 from services.apiserver.predicate import INDEX_PREFERENCE, Predicate
 from services.apiserver.storage import decode, too_old
 from store.base import Compacted, Event, Store, StoreClosed, StoreFailed, WatchOverflow
@@ -455,8 +456,18 @@ class WatchCache:
                         watcher.offer(event)
 
     async def _load(self) -> None:
-        """The current state, read at one revision; the ring starts empty from there."""
-        result = await self.store.list(self.rt.prefix())
+        """The current state, read at one revision; the ring starts empty from there.
+
+        Values no encryption provider can read are left out (and logged): the rest of the
+        resource is served, and a request for one of them gets its 500.
+        """
+        try:
+            result = await self.store.list(self.rt.prefix())
+        except Undecryptable as err:
+            if err.readable is None:
+                raise
+            log.error("watch cache %s: left out a value: %s", self.rt.plural, err.message)
+            result = err.readable
         self._state = {kv.key: CacheEvent.synthetic(decode(kv), key=kv.key) for kv in result.items}
         self._ring.clear()
         self.revision = self.window_start = result.revision
