@@ -18,6 +18,13 @@ from typing import Any
 from pydantic import BaseModel
 
 from api.apps import ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet
+from api.authentication import SelfSubjectReview, TokenReview
+from api.authorization import (
+    LocalSubjectAccessReview,
+    SelfSubjectAccessReview,
+    SelfSubjectRulesReview,
+    SubjectAccessReview,
+)
 from api.batch import CronJob, Job
 from api.config import ConfigMap, Secret, ServiceAccount
 from api.coordination import Lease
@@ -26,6 +33,7 @@ from api.discovery import EndpointSlice
 from api.endpoints import Endpoints
 from api.persistentvolumes import PersistentVolume, PersistentVolumeClaim
 from api.policy import PodDisruptionBudget
+from api.rbac import ClusterRole, ClusterRoleBinding, Role, RoleBinding
 from api.services import Service
 from api.storage import StorageClass
 
@@ -223,6 +231,54 @@ _NAMESPACE_VERBS = ("create", "delete", "get", "list", "patch", "update", "watch
 
 def _status(kind: str) -> Subresource:
     return Subresource("status", kind)
+
+
+def _rbac_types() -> list[ResourceType]:
+    """rbac.authorization.k8s.io/v1: the roles and their bindings (``api.rbac``)."""
+    kinds: list[tuple[str, str, bool, type[BaseModel]]] = [
+        ("Role", "roles", True, Role),
+        ("RoleBinding", "rolebindings", True, RoleBinding),
+        ("ClusterRole", "clusterroles", False, ClusterRole),
+        ("ClusterRoleBinding", "clusterrolebindings", False, ClusterRoleBinding),
+    ]
+    return [
+        ResourceType(
+            group="rbac.authorization.k8s.io",
+            version="v1",
+            kind=kind,
+            plural=plural,
+            singular=kind.lower(),
+            namespaced=namespaced,
+            model=model,
+        )
+        for kind, plural, namespaced, model in kinds
+    ]
+
+
+def _review_types() -> list[ResourceType]:
+    """The create-only reviews (``api.authorization``, ``api.authentication``): answered, never
+    stored."""
+    kinds: list[tuple[str, str, bool, type[BaseModel]]] = [
+        ("authorization.k8s.io", "SubjectAccessReview", False, SubjectAccessReview),
+        ("authorization.k8s.io", "SelfSubjectAccessReview", False, SelfSubjectAccessReview),
+        ("authorization.k8s.io", "LocalSubjectAccessReview", True, LocalSubjectAccessReview),
+        ("authorization.k8s.io", "SelfSubjectRulesReview", False, SelfSubjectRulesReview),
+        ("authentication.k8s.io", "TokenReview", False, TokenReview),
+        ("authentication.k8s.io", "SelfSubjectReview", False, SelfSubjectReview),
+    ]
+    return [
+        ResourceType(
+            group=group,
+            version="v1",
+            kind=kind,
+            plural=kind.lower() + "s",
+            singular=kind.lower(),
+            namespaced=namespaced,
+            model=model,
+            verbs=("create",),
+        )
+        for group, kind, namespaced, model in kinds
+    ]
 
 
 REGISTRY: Registry = Registry(
@@ -539,6 +595,8 @@ REGISTRY: Registry = Registry(
             model=StorageClass,
             short_names=("sc",),
         ),
+        *_rbac_types(),
+        *_review_types(),
     ]
 )
 """Every resource kubelite serves, in discovery order (core first)."""

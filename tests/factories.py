@@ -36,13 +36,16 @@ __all__ = [
     "pod",
     "pod_info",
     "pod_template",
+    "policy_rule",
     "rc",
     "replica_set",
+    "role",
+    "role_binding",
     "sched_pod",
     "sh",
     "sim_exit",
-    "slice_endpoint",
     "sleeper",
+    "slice_endpoint",
     "storage_class",
     "yaml_of",
 ]
@@ -553,4 +556,38 @@ def endpoint_slice(
         "addressType": address_type,
         "endpoints": list(endpoints),
         "ports": ports if ports is not None else [{"name": "", "port": 80, "protocol": "TCP"}],
+    }
+
+
+def policy_rule(verbs: list[str], resources: list[str], *, groups: tuple[str, ...] = ("",)) -> Obj:
+    return {"verbs": verbs, "apiGroups": list(groups), "resources": resources}
+
+
+def role(name: str, *rules: Obj, namespace: str = "default", cluster: bool = False) -> Obj:
+    meta: Obj = {"name": name} if cluster else {"name": name, "namespace": namespace}
+    kind = "ClusterRole" if cluster else "Role"
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": kind,
+        "metadata": meta,
+        "rules": list(rules),
+    }
+
+
+def role_binding(
+    name: str,
+    *,
+    role: str,
+    user: str,
+    namespace: str = "default",
+    role_kind: str = "Role",
+    cluster: bool = False,
+) -> Obj:
+    meta: Obj = {"name": name} if cluster else {"name": name, "namespace": namespace}
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding" if cluster else "RoleBinding",
+        "metadata": meta,
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": role},
+        "subjects": [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": user}],
     }

@@ -21,8 +21,9 @@ On shutdown every open watch is ended first (``on_shutdown``), so stopping never
 watch streams to time out.
 
 Every request passes ``authentication`` (the secure port's users; the insecure port's
-superuser) and then the interim rule of ``authorization_until_rbac``; ``service.py`` serves
-the same app on both ports.
+superuser), then impersonation and RBAC (``authorization``: ``system:masters`` always, the
+roles and bindings in the watch caches otherwise; the default ones are written at start by
+``bootstrap_policy``); ``service.py`` serves the same app on both ports.
 """
 
 from __future__ import annotations
@@ -39,12 +40,13 @@ from api.registry import REGISTRY, Registry
 from component.errors import Fatal
 from component.tasks import TaskGroup
 from services.apiserver.authentication import Authentication, StaticTokens, authenticate_requests
-from services.apiserver.authorization_until_rbac import authorize_until_rbac
+from services.apiserver.authorization import authorize_requests, setup_authorization
 from services.apiserver.bootstrap import (
     ensure_default_storage_class,
     ensure_kubernetes_service,
     ensure_namespaces,
 )
+from services.apiserver.bootstrap_policy import ensure_bootstrap_policy
 from services.apiserver.codec import MAX_BODY_BYTES
 from services.apiserver.context import CONTEXT, ApiContext, ServerOptions
 from services.apiserver.discovery import setup_discovery
@@ -128,13 +130,14 @@ def make_app(
         middlewares=[
             status_errors,
             authenticate_requests(_authentication(options, ctx.token_keys)),
-            authorize_until_rbac,
+            authorize_requests,
             store_failures,
             limit_inflight(inflight),
         ],
         client_max_size=MAX_BODY_BYTES + 1,
     )
     app[CONTEXT] = ctx
+    setup_authorization(app, ctx)
     app[STORE_HEALTH] = StoreHealth()
     app.cleanup_ctx.append(log_malformed_requests)
     app.cleanup_ctx.append(_store_lifetime)
@@ -196,6 +199,7 @@ async def _bootstrap(app: web.Application) -> AsyncIterator[None]:
     await ensure_namespaces(app[CONTEXT])
     await ensure_default_storage_class(app[CONTEXT])
     await ensure_kubernetes_service(app[CONTEXT])
+    await ensure_bootstrap_policy(app[CONTEXT])
     yield
 
 

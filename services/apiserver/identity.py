@@ -95,7 +95,7 @@ class Authorizer(Protocol):
         ...
 
 
-_USER = "kubelite.user"
+_USER: web.RequestKey[UserInfo] = web.RequestKey("kubelite.user", UserInfo)
 
 
 def set_request_user(request: web.Request, user: UserInfo) -> None:

@@ -35,6 +35,7 @@ from services.apiserver import deletion, fieldvalidation, listing, subresources,
 from services.apiserver.admission import admit_create
 from services.apiserver.codec import read_object, read_patch
 from services.apiserver.context import CONTEXT, ApiContext
+from services.apiserver.escalation import check_no_escalation
 from services.apiserver.handlers import (
     apply_patch,
     check_body_identity,
@@ -44,6 +45,8 @@ from services.apiserver.handlers import (
     object_response,
     require_verb,
 )
+from services.apiserver.identity import request_user
+from services.apiserver.reviews import REVIEW_GROUPS, create_review
 from services.apiserver.service_allocation import Reservation, carry_over_allocations
 from services.apiserver.strategy import (
     allows_create_on_update,
@@ -145,6 +148,8 @@ async def create(request: web.Request, ctx: ApiContext, target: Target) -> web.R
     directive = fieldvalidation.directive_of(request)
     warnings = fieldvalidation.check_object(rt, body, directive=directive)
     meta = check_body_identity(rt, body, namespace=target.namespace, name=None)
+    if rt.group in REVIEW_GROUPS:
+        return await create_review(request, body, namespace=target.namespace)
     dry_run = is_dry_run(request)
     generate = meta.get("generateName") if not meta.get("name") else None
     for attempt in range(_GENERATE_ATTEMPTS if generate else 1):
@@ -159,6 +164,7 @@ async def create(request: web.Request, ctx: ApiContext, target: Target) -> web.R
         prepare_for_create(rt, obj)
         default_object(rt, obj)
         validate_object(rt, obj)
+        await check_no_escalation(request, ctx, rt, obj, user=request_user(request))
         if dry_run:
             response = object_response(request, rt, obj, status=201)
             return fieldvalidation.add_warnings(response, warnings)
@@ -211,6 +217,7 @@ async def update(request: web.Request, ctx: ApiContext, target: Target) -> web.R
             carry_over_allocations(new, current)
         default_object(rt, new)
         validate_object(rt, new, old=current)
+        await check_no_escalation(request, ctx, rt, new, user=request_user(request))
         if dry_run:
             dry.append(new)
             return current
@@ -230,6 +237,7 @@ async def update(request: web.Request, ctx: ApiContext, target: Target) -> web.R
             prepare_for_create(rt, obj)
             default_object(rt, obj)
             validate_object(rt, obj)
+            await check_no_escalation(request, ctx, rt, obj, user=request_user(request))
             reservation = await _reserve(ctx, rt, obj)
             if reservation is not None:
                 reservations.append(reservation)
@@ -274,6 +282,7 @@ async def patch(request: web.Request, ctx: ApiContext, target: Target) -> web.Re
             carry_over_allocations(new, current)
         default_object(rt, new)
         validate_object(rt, new, old=current)
+        await check_no_escalation(request, ctx, rt, new, user=request_user(request))
         if dry_run:
             dry.append(new)
             return current

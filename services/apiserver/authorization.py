@@ -1,0 +1,116 @@
+"""The authorization middleware: every request is asked about before a handler runs.
+
+Why: Kubernetes' ``WithAuthorization`` filter sits after authentication and impersonation and
+before everything else; a request the authorizers do not allow is answered 403 ``Forbidden``
+with a message naming the user, the verb and what was asked for —
+``pods is forbidden: User "alice" cannot list resource "pods" in API group "" in the namespace
+"default"`` — and never reaches storage. This module is that filter and the authorizer chain:
+
+1. members of ``system:masters`` are allowed everything (Kubernetes' privileged-group
+   authorizer; the insecure port's ``INSECURE_SUPERUSER`` is one, so nothing changes there);
+2. RBAC (``services.apiserver.rbac``).
+
+The first ALLOW wins; a request nobody allows is refused, the authorizers' reasons appended.
+
+What it owns: ``AUTHORIZER`` (the chain, on the app), ``authorize_requests`` (the middleware:
+impersonation first, then the request's own check; the 403 is ``forbidden``'s) and
+``REQUEST_INFO`` (what the request asks for, ``request_info``, kept on the
+request for the audit log).
+
+Limits: no Node authorizer yet (a kubelet is authorized by RBAC alone: the ``system:node``
+ClusterRole bound to the group ``system:nodes``), no webhook authorizer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from aiohttp import web
+from aiohttp.typedefs import Handler
+
+from api.rbac import GROUP
+from services.apiserver.context import ApiContext
+from services.apiserver.forbidden import forbidden
+from services.apiserver.identity import (
+    MASTERS_GROUP,
+    Authorizer,
+    Decision,
+    RequestAttributes,
+    request_user,
+    set_request_user,
+)
+from services.apiserver.impersonation import impersonate
+from services.apiserver.rbac import RBACAuthorizer, RbacCaches
+from services.apiserver.request_info import RequestInfo, attributes_for, request_info
+from services.apiserver.watchcache import WatchCache
+
+__all__ = [
+    "AUTHORIZER",
+    "RBAC",
+    "REQUEST_INFO",
+    "AuthorizerChain",
+    "authorize_requests",
+    "setup_authorization",
+]
+
+
+class AuthorizerChain:
+    """``system:masters`` first, then each authorizer in order; the first ALLOW or DENY wins."""
+
+    def __init__(self, authorizers: Sequence[Authorizer]) -> None:
+        self.authorizers = tuple(authorizers)
+
+    async def authorize(self, attrs: RequestAttributes) -> tuple[Decision, str]:
+        if MASTERS_GROUP in attrs.user.groups:
+            return Decision.ALLOW, ""
+        reasons: list[str] = []
+        for authorizer in self.authorizers:
+            decision, reason = await authorizer.authorize(attrs)
+            if decision is not Decision.NO_OPINION:
+                return decision, reason
+            if reason:
+                reasons.append(reason)
+        return Decision.NO_OPINION, "\n".join(reasons)
+
+
+AUTHORIZER: web.AppKey[Authorizer] = web.AppKey("authorizer", Authorizer)
+RBAC: web.AppKey[RBACAuthorizer] = web.AppKey("rbac_authorizer", RBACAuthorizer)
+"""The RBAC link of the chain, for what asks it directly (rules reviews, the escalation check)."""
+REQUEST_INFO: web.RequestKey[RequestInfo] = web.RequestKey("request_info", RequestInfo)
+"""Set on each request (``request[REQUEST_INFO]``) by the middleware."""
+
+
+@web.middleware
+async def authorize_requests(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Impersonation (if asked for), then the request itself; 403 unless allowed."""
+    authorizer = request.app[AUTHORIZER]
+    user = await impersonate(request, request_user(request), authorizer=authorizer)
+    set_request_user(request, user)
+    info = request_info(request.method, request.path, request.query)
+    request[REQUEST_INFO] = info
+    attrs = attributes_for(user, info)
+    decision, reason = await authorizer.authorize(attrs)
+    if decision is not Decision.ALLOW:
+        raise forbidden(attrs, reason)
+    return await handler(request)
+
+
+def setup_authorization(app: web.Application, ctx: ApiContext) -> None:
+    """Put the authorizer chain (masters, RBAC over ``ctx``'s watch caches) on ``app``."""
+
+    def cache(kind: str) -> WatchCache:
+        found = ctx.cache(ctx.registry.require(GROUP, kind))
+        if found is None:
+            raise KeyError(f"no watch cache for {kind}: RBAC cannot authorize")
+        return found
+
+    rbac = RBACAuthorizer(
+        RbacCaches(
+            roles=cache("Role"),
+            cluster_roles=cache("ClusterRole"),
+            role_bindings=cache("RoleBinding"),
+            cluster_role_bindings=cache("ClusterRoleBinding"),
+        )
+    )
+    app[RBAC] = rbac
+    app[AUTHORIZER] = AuthorizerChain([rbac])

@@ -1,0 +1,483 @@
+"""The default ClusterRoles and ClusterRoleBindings, written at every apiserver start.
+
+Why: with RBAC on, a fresh cluster must already let people and components do their work:
+``system:masters`` is ``cluster-admin``; every authenticated user may discover the API and ask
+what it may do (``system:discovery``, ``system:basic-user``); anyone, authenticated or not, may
+read ``/healthz``, ``/livez``, ``/readyz`` and ``/version`` (``system:public-info-viewer``);
+the scheduler, the controller-manager, kube-proxy, kubelets and the DNS have their roles. This
+is Kubernetes' ``bootstrappolicy`` (``ClusterRoles``, ``ClusterRoleBindings``), cut to the
+kinds kubelite serves, and its ``storage_rbac`` post-start hook:
+
+* every role and binding here is created if missing, labelled
+  ``kubernetes.io/bootstrapping: rbac-defaults`` and annotated
+  ``rbac.authorization.kubernetes.io/autoupdate: "true"``;
+* an existing one is *reconciled* unless its annotation says ``"false"``: rules it lacks are
+  added (extra rules are kept), subjects a binding lacks are added, a binding pointing at
+  another role is re-created;
+* ``admin``, ``edit`` and ``view`` carry ``aggregationRule``s and no rules of their own: the
+  controller-manager's ``clusterrole-aggregation`` controller fills them from the
+  ``system:aggregate-to-*`` roles (and any role labelled
+  ``rbac.authorization.k8s.io/aggregate-to-<name>: "true"``), as in Kubernetes.
+
+Differences from Kubernetes, on purpose: ``system:node`` is bound to the group ``system:nodes``
+(Kubernetes binds it to nobody and lets the Node authorizer decide; kubelite has no Node
+authorizer yet); ``system:kube-controller-manager`` also holds what the aggregation controller
+needs (Kubernetes gives it a service account of its own), since kubelite's controller-manager
+acts as one user; ``system:kube-dns`` is bound to the user ``system:kube-dns`` (kubelite's DNS
+component) besides Kubernetes' ``kube-system/kube-dns`` service account.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from api.errors import AlreadyExists, Conflict, NotFound
+from api.rbac import AGGREGATE_TO_LABEL_PREFIX, AUTOUPDATE_ANNOTATION, GROUP
+from services.apiserver.context import ApiContext
+from services.apiserver.rbac import Rule, missing_rules
+from services.apiserver.strategy import default_object, prepare_for_create
+
+__all__ = ["CLUSTER_ROLES", "CLUSTER_ROLE_BINDINGS", "ensure_bootstrap_policy"]
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+
+READ = ("get", "list", "watch")
+WRITE = ("create", "delete", "deletecollection", "patch", "update")
+BOOTSTRAP_LABEL = {"kubernetes.io/bootstrapping": "rbac-defaults"}
+
+
+def _rule(verbs: tuple[str, ...], groups: tuple[str, ...], *resources: str) -> Obj:
+    return {"verbs": list(verbs), "apiGroups": list(groups), "resources": list(resources)}
+
+
+def _urls(verbs: tuple[str, ...], *urls: str) -> Obj:
+    return {"verbs": list(verbs), "nonResourceURLs": list(urls)}
+
+
+def _role(name: str, rules: list[Obj], *, labels: dict[str, str] | None = None) -> Obj:
+    return {"name": name, "rules": rules, "labels": labels or {}}
+
+
+def _aggregated(name: str, *, labels: dict[str, str] | None = None) -> Obj:
+    selector = {"matchLabels": {f"{AGGREGATE_TO_LABEL_PREFIX}{name}": "true"}}
+    return {
+        "name": name,
+        "rules": [],
+        "labels": labels or {},
+        "aggregationRule": {"clusterRoleSelectors": [selector]},
+    }
+
+
+def _aggregate_to(name: str) -> dict[str, str]:
+    return {f"{AGGREGATE_TO_LABEL_PREFIX}{name}": "true"}
+
+
+_CORE = ("",)
+_EVENTS = _rule(("create", "patch", "update"), ("", "events.k8s.io"), "events")
+
+_VIEW_RULES = [
+    _rule(
+        READ,
+        _CORE,
+        "configmaps",
+        "endpoints",
+        "persistentvolumeclaims",
+        "persistentvolumeclaims/status",
+        "pods",
+        "replicationcontrollers",
+        "replicationcontrollers/scale",
+        "serviceaccounts",
+        "services",
+        "services/status",
+    ),
+    _rule(
+        READ,
+        _CORE,
+        "bindings",
+        "events",
+        "limitranges",
+        "namespaces/status",
+        "pods/log",
+        "pods/status",
+        "replicationcontrollers/status",
+        "resourcequotas",
+        "resourcequotas/status",
+    ),
+    _rule(READ, _CORE, "namespaces"),
+    _rule(READ, ("discovery.k8s.io",), "endpointslices"),
+    _rule(
+        READ,
+        ("apps",),
+        "controllerrevisions",
+        "daemonsets",
+        "daemonsets/status",
+        "deployments",
+        "deployments/scale",
+        "deployments/status",
+        "replicasets",
+        "replicasets/scale",
+        "replicasets/status",
+        "statefulsets",
+        "statefulsets/scale",
+        "statefulsets/status",
+    ),
+    _rule(READ, ("autoscaling",), "horizontalpodautoscalers", "horizontalpodautoscalers/status"),
+    _rule(READ, ("batch",), "cronjobs", "cronjobs/status", "jobs", "jobs/status"),
+    _rule(READ, ("policy",), "poddisruptionbudgets", "poddisruptionbudgets/status"),
+]
+
+_EDIT_RULES = [
+    _rule(
+        READ,
+        _CORE,
+        "pods/attach",
+        "pods/exec",
+        "pods/portforward",
+        "pods/proxy",
+        "secrets",
+        "services/proxy",
+    ),
+    _rule(("impersonate",), _CORE, "serviceaccounts"),
+    _rule(WRITE, _CORE, "pods", "pods/attach", "pods/exec", "pods/portforward", "pods/proxy"),
+    _rule(("create",), _CORE, "pods/eviction"),
+    _rule(
+        WRITE,
+        _CORE,
+        "configmaps",
+        "events",
+        "persistentvolumeclaims",
+        "replicationcontrollers",
+        "replicationcontrollers/scale",
+        "secrets",
+        "serviceaccounts",
+        "services",
+        "services/proxy",
+    ),
+    _rule(("create",), _CORE, "serviceaccounts/token"),
+    _rule(
+        WRITE,
+        ("apps",),
+        "daemonsets",
+        "deployments",
+        "deployments/rollback",
+        "deployments/scale",
+        "replicasets",
+        "replicasets/scale",
+        "statefulsets",
+        "statefulsets/scale",
+    ),
+    _rule(WRITE, ("autoscaling",), "horizontalpodautoscalers"),
+    _rule(WRITE, ("batch",), "cronjobs", "jobs"),
+    _rule(WRITE, ("policy",), "poddisruptionbudgets"),
+    _rule(WRITE, ("discovery.k8s.io",), "endpointslices"),
+]
+
+_ADMIN_RULES = [
+    _rule(("create",), ("authorization.k8s.io",), "localsubjectaccessreviews"),
+    _rule(READ + WRITE, (GROUP,), "rolebindings", "roles"),
+]
+
+_PUBLIC_URLS = ("/healthz", "/livez", "/readyz", "/version", "/version/")
+
+CLUSTER_ROLES: list[Obj] = [
+    _role(
+        "cluster-admin",
+        [_rule(("*",), ("*",), "*"), _urls(("*",), "*")],
+    ),
+    _aggregated("admin"),
+    _aggregated("edit", labels=_aggregate_to("admin")),
+    _aggregated("view", labels=_aggregate_to("edit")),
+    _role("system:aggregate-to-admin", _ADMIN_RULES, labels=_aggregate_to("admin")),
+    _role("system:aggregate-to-edit", _EDIT_RULES, labels=_aggregate_to("edit")),
+    _role("system:aggregate-to-view", _VIEW_RULES, labels=_aggregate_to("view")),
+    _role(
+        "system:discovery",
+        [
+            _urls(
+                ("get",),
+                "/api",
+                "/api/*",
+                "/apis",
+                "/apis/*",
+                "/healthz",
+                "/livez",
+                "/openapi",
+                "/openapi/*",
+                "/readyz",
+                "/version",
+                "/version/",
+            )
+        ],
+    ),
+    _role(
+        "system:basic-user",
+        [
+            _rule(("create",), ("authorization.k8s.io",), "selfsubjectaccessreviews"),
+            _rule(("create",), ("authorization.k8s.io",), "selfsubjectrulesreviews"),
+            _rule(("create",), ("authentication.k8s.io",), "selfsubjectreviews"),
+        ],
+    ),
+    _role("system:public-info-viewer", [_urls(("get",), *_PUBLIC_URLS)]),
+    _role(
+        "system:auth-delegator",
+        [
+            _rule(("create",), ("authentication.k8s.io",), "tokenreviews"),
+            _rule(("create",), ("authorization.k8s.io",), "subjectaccessreviews"),
+        ],
+    ),
+    _role(
+        "system:node-proxier",
+        [
+            _rule(("list", "watch"), _CORE, "services", "endpoints"),
+            _rule(("get", "list", "watch"), _CORE, "nodes"),
+            _EVENTS,
+            _rule(("list", "watch"), ("discovery.k8s.io",), "endpointslices"),
+        ],
+    ),
+    _role(
+        "system:kube-dns",
+        [
+            _rule(("list", "watch"), _CORE, "endpoints", "services"),
+            _rule(("list", "watch"), ("discovery.k8s.io",), "endpointslices"),
+        ],
+    ),
+    _role(
+        "system:node",
+        [
+            _rule(("create", "delete"), ("authentication.k8s.io",), "tokenreviews"),
+            _rule(
+                ("create",),
+                ("authorization.k8s.io",),
+                "localsubjectaccessreviews",
+                "subjectaccessreviews",
+            ),
+            _rule(READ, _CORE, "services"),
+            _rule(("create", "get", "list", "watch"), _CORE, "nodes"),
+            _rule(("patch", "update"), _CORE, "nodes/status"),
+            _rule(("patch", "update"), _CORE, "nodes"),
+            _EVENTS,
+            _rule(READ, _CORE, "pods"),
+            _rule(("create", "delete"), _CORE, "pods"),
+            _rule(("patch", "update"), _CORE, "pods/status"),
+            _rule(("create",), _CORE, "pods/eviction"),
+            _rule(("get",), _CORE, "configmaps", "secrets"),
+            _rule(("get",), _CORE, "persistentvolumeclaims", "persistentvolumes"),
+            _rule(("get",), _CORE, "endpoints"),
+            _rule(("update", "patch"), _CORE, "persistentvolumeclaims/status"),
+            _rule(("create",), _CORE, "serviceaccounts/token"),
+            _rule(
+                ("create", "delete", "get", "patch", "update"),
+                ("coordination.k8s.io",),
+                "leases",
+            ),
+            _rule(("get", "list", "watch"), ("storage.k8s.io",), "storageclasses"),
+        ],
+    ),
+    _role(
+        "system:kube-scheduler",
+        [
+            _EVENTS,
+            _rule(("create",), ("coordination.k8s.io",), "leases"),
+            _rule(("get", "update"), ("coordination.k8s.io",), "leases"),
+            _rule(("create",), _CORE, "endpoints"),
+            _rule(("get", "update"), _CORE, "endpoints"),
+            _rule(READ, _CORE, "nodes"),
+            _rule(("delete", "get", "list", "watch"), _CORE, "pods"),
+            _rule(("create",), _CORE, "bindings", "pods/binding"),
+            _rule(("patch", "update"), _CORE, "pods/status"),
+            _rule(READ, _CORE, "replicationcontrollers", "services"),
+            _rule(READ, ("apps",), "replicasets", "statefulsets"),
+            _rule(READ, ("policy",), "poddisruptionbudgets"),
+            _rule(READ, _CORE, "persistentvolumeclaims", "persistentvolumes", "namespaces"),
+            _rule(READ, ("storage.k8s.io",), "storageclasses"),
+            _rule(("create",), ("authentication.k8s.io",), "tokenreviews"),
+            _rule(("create",), ("authorization.k8s.io",), "subjectaccessreviews"),
+        ],
+    ),
+    _role(
+        "system:kube-controller-manager",
+        [
+            _EVENTS,
+            _rule(("create",), ("coordination.k8s.io",), "leases"),
+            _rule(("get", "update"), ("coordination.k8s.io",), "leases"),
+            _rule(("create",), _CORE, "secrets", "serviceaccounts"),
+            _rule(("delete",), _CORE, "secrets"),
+            _rule(("get",), _CORE, "configmaps", "namespaces", "secrets", "serviceaccounts"),
+            _rule(("update",), _CORE, "secrets", "serviceaccounts"),
+            _rule(("create",), ("authentication.k8s.io",), "tokenreviews"),
+            _rule(("create",), ("authorization.k8s.io",), "subjectaccessreviews"),
+            _rule(("list", "watch"), ("*",), "*"),
+            _rule(("create",), _CORE, "serviceaccounts/token"),
+            # what each of its controllers writes (Kubernetes' per-controller roles, in one)
+            _rule(READ + WRITE, ("", "apps", "batch", "policy", "discovery.k8s.io"), "*"),
+            _rule(READ + WRITE, ("coordination.k8s.io", "storage.k8s.io"), "*"),
+            # clusterrole-aggregation (system:controller:clusterrole-aggregation-controller)
+            _rule(
+                ("escalate", "get", "list", "patch", "update", "watch"), (GROUP,), "clusterroles"
+            ),
+        ],
+    ),
+]
+"""Kubernetes' default ClusterRoles (name, rules, labels, aggregationRule)."""
+
+
+def _subjects(kind: str, *names: str) -> list[Obj]:
+    api_group = GROUP if kind in ("User", "Group") else ""
+    return [{"kind": kind, "apiGroup": api_group, "name": name} for name in names]
+
+
+CLUSTER_ROLE_BINDINGS: list[Obj] = [
+    {
+        "name": "cluster-admin",
+        "role": "cluster-admin",
+        "subjects": _subjects("Group", "system:masters"),
+    },
+    {
+        "name": "system:discovery",
+        "role": "system:discovery",
+        "subjects": _subjects("Group", "system:authenticated"),
+    },
+    {
+        "name": "system:basic-user",
+        "role": "system:basic-user",
+        "subjects": _subjects("Group", "system:authenticated"),
+    },
+    {
+        "name": "system:public-info-viewer",
+        "role": "system:public-info-viewer",
+        "subjects": _subjects("Group", "system:authenticated", "system:unauthenticated"),
+    },
+    {
+        "name": "system:node-proxier",
+        "role": "system:node-proxier",
+        "subjects": _subjects("User", "system:kube-proxy"),
+    },
+    {
+        "name": "system:kube-controller-manager",
+        "role": "system:kube-controller-manager",
+        "subjects": _subjects("User", "system:kube-controller-manager"),
+    },
+    {
+        "name": "system:kube-scheduler",
+        "role": "system:kube-scheduler",
+        "subjects": _subjects("User", "system:kube-scheduler"),
+    },
+    {
+        "name": "system:kube-dns",
+        "role": "system:kube-dns",
+        "subjects": [
+            {"kind": "ServiceAccount", "name": "kube-dns", "namespace": "kube-system"},
+            *_subjects("User", "system:kube-dns"),
+        ],
+    },
+    {"name": "system:node", "role": "system:node", "subjects": _subjects("Group", "system:nodes")},
+]
+"""Kubernetes' default ClusterRoleBindings (``system:node`` to ``system:nodes``: see above)."""
+
+
+def _meta(name: str, labels: dict[str, str]) -> Obj:
+    return {
+        "name": name,
+        "labels": {**BOOTSTRAP_LABEL, **labels},
+        "annotations": {AUTOUPDATE_ANNOTATION: "true"},
+    }
+
+
+def _cluster_role(spec: Obj) -> Obj:
+    obj: Obj = {
+        "apiVersion": f"{GROUP}/v1",
+        "kind": "ClusterRole",
+        "metadata": _meta(spec["name"], spec["labels"]),
+        "rules": spec["rules"],
+    }
+    if "aggregationRule" in spec:
+        obj["aggregationRule"] = spec["aggregationRule"]
+    return obj
+
+
+def _cluster_role_binding(spec: Obj) -> Obj:
+    return {
+        "apiVersion": f"{GROUP}/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": _meta(spec["name"], {}),
+        "roleRef": {"apiGroup": GROUP, "kind": "ClusterRole", "name": spec["role"]},
+        "subjects": spec["subjects"],
+    }
+
+
+def _reconcile_role(current: Obj, wanted: Obj) -> Obj | None:
+    """``current`` with ``wanted``'s missing rules, labels and aggregation; None if unchanged."""
+    held = [Rule.from_dict(r) for r in current.get("rules") or []]
+    missing = [r for r in wanted["rules"] if missing_rules(held, [Rule.from_dict(r)])]
+    new = dict(current)
+    if missing and "aggregationRule" not in wanted:
+        new["rules"] = [*(current.get("rules") or []), *missing]
+    if "aggregationRule" in wanted and current.get("aggregationRule") != wanted["aggregationRule"]:
+        new["aggregationRule"] = wanted["aggregationRule"]
+    labels = dict((current.get("metadata") or {}).get("labels") or {})
+    wanted_labels = wanted["metadata"]["labels"]
+    if any(labels.get(k) != v for k, v in wanted_labels.items()):
+        new["metadata"] = {**current["metadata"], "labels": {**labels, **wanted_labels}}
+    return None if new == current else new
+
+
+def _reconcile_binding(current: Obj, wanted: Obj) -> Obj | None:
+    subjects = list(current.get("subjects") or [])
+    missing = [s for s in wanted["subjects"] if s not in subjects]
+    if not missing:
+        return None
+    return {**current, "subjects": subjects + missing}
+
+
+def _autoupdate(obj: Obj) -> bool:
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    return annotations.get(AUTOUPDATE_ANNOTATION) != "false"
+
+
+async def _ensure(ctx: ApiContext, kind: str, wanted: Obj) -> None:
+    """Create ``wanted`` or reconcile the stored one (a compare-and-swap; retried on Conflict
+    by re-reading, inside ``guaranteed_update``)."""
+    rt = ctx.registry.require(GROUP, kind)
+    storage = ctx.storage(rt)
+    name = wanted["metadata"]["name"]
+    reconcile = _reconcile_role if kind == "ClusterRole" else _reconcile_binding
+
+    async def mutate(current: Obj) -> Obj | None:
+        if not _autoupdate(current):
+            return None
+        if kind == "ClusterRoleBinding" and current.get("roleRef") != wanted["roleRef"]:
+            raise Conflict(f"{name} refers to another role; re-created at the next start")
+        return reconcile(current, wanted)
+
+    try:
+        result = await storage.guaranteed_update(None, name, mutate)
+        if result.changed:
+            log.info("reconciled bootstrap %s %s", kind, name)
+        return
+    except NotFound:
+        pass
+    except Conflict:
+        current = await storage.get_or_none(None, name)
+        if current is not None:
+            await storage.delete(
+                None, name, expected_rv=int(current["metadata"]["resourceVersion"])
+            )
+    obj = dict(wanted)
+    prepare_for_create(rt, obj)
+    default_object(rt, obj)
+    try:
+        await storage.create(obj)
+        log.info("created bootstrap %s %s", kind, name)
+    except AlreadyExists:
+        pass  # another apiserver made it first
+
+
+async def ensure_bootstrap_policy(ctx: ApiContext) -> None:
+    """Create or reconcile every default ClusterRole and ClusterRoleBinding (see above)."""
+    for spec in CLUSTER_ROLES:
+        await _ensure(ctx, "ClusterRole", _cluster_role(spec))
+    for spec in CLUSTER_ROLE_BINDINGS:
+        await _ensure(ctx, "ClusterRoleBinding", _cluster_role_binding(spec))
