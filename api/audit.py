@@ -115,7 +115,7 @@ class Event(KubeModel):
     user_agent: str | None = None
     object_ref: ObjectReference | None = None
     response_status: dict[str, Any] | None = None
-    request_object: dict[str, Any] | None = None
+    request_object: dict[str, Any] | list[Any] | None = None
     response_object: dict[str, Any] | None = None
     request_received_timestamp: str
     stage_timestamp: str

@@ -182,16 +182,16 @@ def _source_ips(request: web.Request) -> list[str]:
     return ips
 
 
-def _json_body(data: bytes | None, *, omit_managed_fields: bool) -> dict[str, Any] | None:
+def _json_body(data: bytes | None, *, omit_managed_fields: bool) -> Any:
     if not data:
         return None
     try:
         obj = loads(data)
     except ValueError:
-        return None  # protobuf, YAML or garbage: not logged as an object
-    if not isinstance(obj, dict):
+        return None  # not JSON (a protobuf response, say): not logged as an object
+    if not isinstance(obj, dict | list):  # a JSON patch is a list
         return None
-    if omit_managed_fields and isinstance(obj.get("metadata"), dict):
+    if omit_managed_fields and isinstance(obj, dict) and isinstance(obj.get("metadata"), dict):
         obj["metadata"].pop("managedFields", None)
     return obj
 
@@ -206,7 +206,7 @@ def _response_body(response: web.StreamResponse | None) -> bytes | None:
 def _response_status(code: int, body: bytes | None) -> dict[str, Any]:
     if code >= 400:
         status = _json_body(body, omit_managed_fields=False)
-        if status is not None and status.get("kind") == "Status":
+        if isinstance(status, dict) and status.get("kind") == "Status":
             status.pop("kind", None)
             status.pop("apiVersion", None)
             return status

@@ -101,7 +101,8 @@ def json_response(
 
 
 REQUEST_BODY = "kubelite.request_body"
-"""Where ``read_body`` leaves the body it read on the request (the audit log's requestObject)."""
+"""Where the body read is left on the request as JSON, as the client sent it (before any
+defaulting): the audit log's requestObject. ``read_object`` re-encodes YAML and protobuf."""
 
 
 async def read_body(request: web.Request) -> bytes:
@@ -296,7 +297,9 @@ async def read_object(request: web.Request) -> dict[str, Any]:
     """The request body as an object (JSON, YAML or protobuf); 413/415/400 as Kubernetes does."""
     media_type = _media_type(request)
     if media_type == protobuf.CONTENT_TYPE:  # kubectl >= 1.32's typed clients
-        return protobuf.decode_object(await read_body(request))
+        decoded = protobuf.decode_object(await read_body(request))
+        request[REQUEST_BODY] = dumps(decoded)
+        return decoded
     if media_type not in _OBJECT_TYPES:
         raise UnsupportedMediaType(
             f"the body of the request was in an unknown format - accepted media types include: "
@@ -304,6 +307,8 @@ async def read_object(request: web.Request) -> dict[str, Any]:
         )
     body = await read_body(request)
     obj = await decode_body(body, media_type=media_type)
+    if media_type != JSON_CONTENT_TYPE:
+        request[REQUEST_BODY] = dumps(obj)
     if not isinstance(obj, dict):
         raise BadRequest(
             f"the request body must be an object, not {_json_type(obj)}",
