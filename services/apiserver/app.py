@@ -41,6 +41,8 @@ from component.errors import Fatal
 from component.tasks import TaskGroup
 from services.apiserver.authentication import Authentication, StaticTokens, authenticate_requests
 from services.apiserver.authorization import authorize_requests, setup_authorization
+from services.apiserver.audit import AuditLog, AuditWriter, setup_audit
+from services.apiserver.audit_policy import PolicyChecker, load_policy
 from services.apiserver.bootstrap import (
     ensure_default_storage_class,
     ensure_kubernetes_service,
@@ -50,6 +52,7 @@ from services.apiserver.bootstrap_policy import ensure_bootstrap_policy
 from services.apiserver.codec import MAX_BODY_BYTES
 from services.apiserver.context import CONTEXT, ApiContext, ServerOptions
 from services.apiserver.discovery import setup_discovery
+from services.apiserver.encryption import EncryptingStore, load_encryption_config
 from services.apiserver.eventttl import sweep_events
 from services.apiserver.health import setup_health
 from services.apiserver.inflight import InflightLimits, limit_inflight
@@ -109,7 +112,14 @@ def make_app(
 ) -> web.Application:
     """The apiserver app over ``store`` (default: opened from ``options.store_url``)."""
     options = options or ServerOptions()
+    encryption = (
+        load_encryption_config(options.encryption_provider_config, registry)
+        if options.encryption_provider_config is not None
+        else None
+    )
     store = store if store is not None else open_configured_store(options)
+    if encryption is not None:
+        store = EncryptingStore(store, encryption)
     ctx = ApiContext(store=store, registry=registry, options=options)
     ctx.services = _service_allocator(ctx)
     for rt in registry:
@@ -138,6 +148,9 @@ def make_app(
     )
     app[CONTEXT] = ctx
     setup_authorization(app, ctx)
+    audit = _audit_log(options)
+    if audit is not None:
+        setup_audit(app, audit)  # outermost: it sees the status every other layer answered
     app[STORE_HEALTH] = StoreHealth()
     app.cleanup_ctx.append(log_malformed_requests)
     app.cleanup_ctx.append(_store_lifetime)
@@ -172,6 +185,22 @@ def _authentication(options: ServerOptions, keys: TokenKeys | None) -> Authentic
         service_accounts=keys,
         anonymous=options.anonymous_auth,
     )
+
+
+def _audit_log(options: ServerOptions) -> AuditLog | None:
+    """The audit log the options ask for: it takes a policy file and a log path, as in
+    Kubernetes (one without the other audits nothing, and says so)."""
+    policy_file, log_path = options.audit_policy_file, options.audit_log_path
+    if policy_file is None or not log_path:
+        if policy_file is not None or log_path:
+            log.warning(
+                "audit log off: --audit-policy-file and --audit-log-path are needed together"
+            )
+        return None
+    writer = AuditWriter(
+        log_path, max_size_mb=options.audit_log_maxsize, max_backups=options.audit_log_maxbackup
+    )
+    return AuditLog(PolicyChecker(load_policy(policy_file)), writer)
 
 
 def _service_allocator(ctx: ApiContext) -> ServiceAllocator:
