@@ -71,15 +71,23 @@ class Processes:
         return proc.start() if start else proc
 
     def apiserver(
-        self, *, store: str | None = None, args: Sequence[str] = (), start: bool = True
+        self,
+        *,
+        store: str | None = None,
+        args: Sequence[str] = (),
+        start: bool = True,
+        secure: bool = False,
     ) -> ComponentProcess:
-        """An apiserver; SQLite in ``root`` unless ``store`` says otherwise (``memory://``)."""
+        """An apiserver; SQLite in ``root`` unless ``store`` says otherwise (``memory://``);
+        with ``secure`` its TLS port too (``port_of("secure")``, certificates in
+        ``<state_dir>/pki``)."""
         key = self._unique("apiserver")
         proc = components.apiserver(
             store=store or f"sqlite:///{self.root / key}.db",
             state_dir=self.root / key,
             log_path=self.root / f"{key}.log",
             args=args,
+            secure=secure,
         )
         return self._run(proc, start)
 
