@@ -43,8 +43,13 @@ log = logging.getLogger("kubelite.proxy")
 BindFailure = Callable[[Frontend, Route, OSError], None]
 
 
+def _addresses(route: Route) -> str:
+    return ", ".join(f"{ip}:{port}" for ip, port in route.endpoints)
+
+
 class Listener(Protocol):
     frontend: Frontend
+    balancer: Balancer
 
     def open(self) -> None: ...
 
@@ -108,6 +113,8 @@ class Forwarder:
             self._close(frontend)
             return
         if listener is not None:
+            if listener.balancer.route.endpoints != route.endpoints:
+                log.info("%s (%s) -> %s", frontend, route.describe(), _addresses(route))
             listener.update(route)
             return
         listener = self._listener(frontend, route)
@@ -119,10 +126,7 @@ class Forwarder:
         if self.failed.pop(frontend, None) is not None:
             log.info("%s (%s): bound after all", frontend, route.describe())
         self.listeners[frontend] = listener
-        log.info(
-            "%s (%s) -> %s",
-            frontend, route.describe(), ", ".join(f"{ip}:{port}" for ip, port in route.endpoints),
-        )  # fmt: skip
+        log.info("%s (%s) -> %s", frontend, route.describe(), _addresses(route))
 
     def _listener(self, frontend: Frontend, route: Route) -> Listener:
         balancer = Balancer(route, mode=self.mode)
