@@ -20,6 +20,7 @@ COMMANDS: dict[str, str] = {
     "proxy": "services.proxy.main",
     "dns": "services.dns.main",
     "up": "kubelite.up",
+    "certs": "kubelite.cluster_pki",
 }
 
 USAGE = """usage: kubelite <command> [flags]
@@ -32,6 +33,7 @@ commands:
   proxy                forwards Service addresses to ready endpoints (kube-proxy's job)
   dns                  cluster.local names from Services and pods (CoreDNS's job)
   up                   the whole cluster as supervised processes
+  certs rotate         re-issue a cluster's certificates from its CA (--state-dir)
 
 Run 'kubelite <command> --help' for a command's flags."""
 

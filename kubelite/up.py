@@ -28,6 +28,14 @@ The supervisor
   processes), then the controllers, the proxy and the DNS, then the apiserver, escalating to SIGKILL for any child that
   outlives its grace period; a second Ctrl-C kills everything at once.
 
+**Security** (``cluster_pki``): before the first child starts, the cluster's CA, the
+apiserver's serving certificate, the admin's and every component's client certificates and the
+service-account key are made (or reused) under ``<state-dir>/pki``; the apiserver serves HTTPS
+on ``--secure-port`` (6443) with them beside the plain loopback port, and ``<state-dir>/kubeconfig``
+names ``https://<bind-address>:<secure-port>`` with the admin certificate (``system:masters``);
+each component's own kubeconfig is written to ``<state-dir>/kubeconfigs/``. The components
+still talk to the plain port: they move to 6443 once RBAC grants their identities their roles.
+
 All state lives under ``--state-dir`` (the SQLite store, each kubelet's pod state), so a second
 ``kubelite up`` on the same directory resumes the cluster as it was: same objects, and the pods'
 containers started again in place (same pod IPs) by their kubelets. Each cluster's pod
@@ -68,7 +76,7 @@ from client.rest import ApiClient
 from component.errors import EXIT_CANNOT_LISTEN, EXIT_USAGE
 from component.flags import add_log_flags, duration, port, port_or_off
 from component.ready import Listening, Ready, parse_line
-from kubelite import commands
+from kubelite import cluster_pki, commands
 
 __all__ = ["Child", "Options", "Supervisor", "build_parser", "main", "parse_options", "plan"]
 
@@ -122,10 +130,15 @@ class Options:
     verbosity: int | None = None
     proxy_port: int = 10256
     dns_health_port: int = 8181
+    secure_port: int = 6443
 
     @property
     def server(self) -> str:
         return f"http://{self.bind_address}:{self.port}"
+
+    @property
+    def secure_server(self) -> str:
+        return f"https://{self.bind_address}:{self.secure_port}"
 
 
 @dataclass
@@ -168,7 +181,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--bind-address",
         default="127.0.0.1",
-        help="address the apiserver's HTTP port binds to (default 127.0.0.1, local only)",
+        help="address the apiserver's HTTP and HTTPS ports bind to (default 127.0.0.1, local only)",
+    )
+    p.add_argument(
+        "--secure-port",
+        type=port_or_off,
+        default=6443,
+        help="the apiserver's HTTPS port (TLS, authentication; the kubeconfig's server); 0 "
+        "picks a free one, -1 serves none (default 6443)",
     )
     p.add_argument(
         "--nodes", type=int, default=2, help="number of kubelets: node1..nodeN (default 2)"
@@ -271,6 +291,7 @@ def parse_options(argv: Sequence[str]) -> Options:
         controller_manager_port=ns.controller_manager_port,
         proxy_port=ns.proxy_port,
         dns_health_port=ns.dns_health_port,
+        secure_port=ns.secure_port,
         pod_cidr=ns.pod_cidr,
         colour=not ns.no_color and sys.stdout.isatty(),
         log_level=ns.log_level,
@@ -366,6 +387,8 @@ def plan(opts: Options) -> list[Child]:
     server, level, verbosity = opts.server, opts.log_level, opts.verbosity
     service_cidr = cluster_service_cidr(opts.state_dir)
     dns_ip = cluster_dns_ip(service_cidr)
+    pki_dir = opts.state_dir / "pki"
+    secure = opts.secure_port != -1
     children: list[tuple[str, commands.Command]] = [
         (
             "apiserver",
@@ -374,6 +397,12 @@ def plan(opts: Options) -> list[Child]:
                 state_dir=opts.state_dir,
                 bind_address=opts.bind_address,
                 port=opts.port,
+                secure_bind_address=opts.bind_address,
+                secure_port=opts.secure_port,
+                tls_cert_file=pki_dir / "apiserver.crt" if secure else None,
+                tls_private_key_file=pki_dir / "apiserver.key" if secure else None,
+                client_ca_file=pki_dir / "ca.crt" if secure else None,
+                service_account_signing_key_file=pki_dir / "sa.key" if secure else None,
                 service_cluster_ip_range=service_cidr,
                 log_level=level,
                 verbosity=verbosity,
@@ -675,7 +704,7 @@ class Supervisor:
                 "the other components anyway — read the logs above"
             )
         self._learn_apiserver_port(apiserver)
-        await asyncio.to_thread(kubeconfig_path.write_text, kubeconfig(self.opts.server))
+        await asyncio.to_thread(self._write_kubeconfigs, kubeconfig_path)
         for child in others:
             self._start(child)
         wanted = set(node_names(self.opts.nodes))
@@ -705,13 +734,35 @@ class Supervisor:
                 return
         self._banner(kubeconfig_path)
 
-    def _learn_apiserver_port(self, apiserver: Child) -> None:
-        """With ``--port 0``: from now on, everyone (a restarted apiserver too) uses the port
-        the apiserver bound."""
-        api = apiserver.endpoints.get("api")
-        if self.opts.port != 0 or api is None:
+    def _write_kubeconfigs(self, path: Path) -> None:
+        """The admin's kubeconfig (https with the admin certificate when the secure port
+        serves, else the plain port) and the components' (``cluster_pki``)."""
+        opts = self.opts
+        if opts.secure_port == -1:
+            path.write_text(kubeconfig(opts.server))
             return
-        self.opts = replace(self.opts, port=api.port)
+        cluster_pki.write_kubeconfigs(opts.state_dir, self._pki(), server=opts.secure_server)
+
+    def _pki(self) -> cluster_pki.ClusterPki:
+        opts = self.opts
+        return cluster_pki.ensure_cluster_pki(
+            opts.state_dir,
+            nodes=node_names(opts.nodes),
+            service_cidr=cluster_service_cidr(opts.state_dir),
+            bind_address=opts.bind_address,
+        )
+
+    def _learn_apiserver_port(self, apiserver: Child) -> None:
+        """With ``--port 0`` or ``--secure-port 0``: from now on, everyone (a restarted
+        apiserver too) uses the ports the apiserver bound."""
+        api, secure = apiserver.endpoints.get("api"), apiserver.endpoints.get("secure")
+        port = api.port if self.opts.port == 0 and api is not None else self.opts.port
+        secure_port = self.opts.secure_port
+        if secure_port == 0 and secure is not None:
+            secure_port = secure.port
+        if (port, secure_port) == (self.opts.port, self.opts.secure_port):
+            return
+        self.opts = replace(self.opts, port=port, secure_port=secure_port)
         argv = {child.name: child.argv for child in plan(self.opts)}
         for child in self.children:
             child.argv = argv[child.name]
@@ -762,6 +813,8 @@ class Supervisor:
         opts = self.opts
         opts.state_dir.mkdir(parents=True, exist_ok=True)
         kubeconfig_path = opts.state_dir / "kubeconfig"
+        if opts.secure_port != -1:
+            await asyncio.to_thread(self._pki)  # the apiserver reads its certificates at start
 
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -789,7 +842,8 @@ class Supervisor:
         opts = self.opts
         nodes = ", ".join(node_names(opts.nodes)) or "no nodes"
         lines = [
-            f"kubelite is up: API at {opts.server} ({nodes} Ready)",
+            f"kubelite is up: API at {opts.secure_server if opts.secure_port != -1 else opts.server}"
+            f" and {opts.server} (plain HTTP, loopback) ({nodes} Ready)",
             "endpoints (the ports each component bound):",
             *self._endpoint_lines(),
             f"kubeconfig: {kubeconfig_path}",
@@ -805,7 +859,7 @@ class Supervisor:
 
     def _endpoint_lines(self) -> list[str]:
         width = max(len(c.name) for c in self.children)
-        paths = {"api": "", "health": "/healthz", "server": "/healthz", "dns": ""}
+        paths = {"api": "", "secure": "", "health": "/healthz", "server": "/healthz", "dns": ""}
         lines = []
         for child in self.children:
             for endpoint, where in sorted(child.endpoints.items()):

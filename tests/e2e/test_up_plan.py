@@ -82,8 +82,12 @@ def test_the_plan_is_the_argv_source(tmp_path: Path) -> None:
     api, cm, sched, proxy, dns, node1 = up.plan(opts)
     server = "http://127.0.0.1:8080"
     service_range = up.cluster_service_cidr(opts.state_dir)
+    pki_dir = opts.state_dir / "pki"
     assert api.argv == commands.apiserver(
         store=opts.store, state_dir=opts.state_dir, bind_address="127.0.0.1", port=8080,
+        secure_bind_address="127.0.0.1", secure_port=6443,
+        tls_cert_file=pki_dir / "apiserver.crt", tls_private_key_file=pki_dir / "apiserver.key",
+        client_ca_file=pki_dir / "ca.crt", service_account_signing_key_file=pki_dir / "sa.key",
         service_cluster_ip_range=service_range, log_level="INFO", verbosity=4,
     ).python()  # fmt: skip
     assert (

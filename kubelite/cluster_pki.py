@@ -1,0 +1,169 @@
+"""The PKI of a ``kubelite up`` cluster, its kubeconfigs, and ``kubelite certs rotate``.
+
+Why: ``up`` serves the apiserver's secure port with a certificate of the cluster's own CA and
+gives the user — and each component — a client certificate of that CA, as kubeadm does. The
+files live in ``<state-dir>/pki`` (``component.pki``: 0600 keys, reused on every start):
+
+* ``ca.crt``/``ca.key``; ``apiserver.crt`` for 127.0.0.1, localhost, the bind address, the
+  ``kubernetes`` Service's ClusterIP and names; ``sa.key``/``sa.pub``;
+* ``admin`` (CN ``kubernetes-admin``, O ``system:masters``), ``controller-manager``
+  (``system:kube-controller-manager``), ``scheduler`` (``system:kube-scheduler``), ``proxy``
+  (``system:kube-proxy``), ``dns`` (``system:serviceaccount:kube-system:coredns``) and one
+  ``node-<name>`` per kubelet (``system:node:<name>`` in ``system:nodes``).
+
+Kubeconfigs: ``<state-dir>/kubeconfig`` (the admin's, https) and
+``<state-dir>/kubeconfigs/<component>.conf``, each naming the CA and its client certificate.
+
+``kubelite certs rotate --state-dir DIR`` re-issues every leaf certificate from the same CA
+(the CA and the service-account key stay: tokens and kubeconfigs keep working); a running
+cluster picks the new files up when its processes restart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import ipaddress
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from component import pki
+
+__all__ = ["ClusterPki", "ensure_cluster_pki", "kubeconfig", "main"]
+
+KUBERNETES_NAMES = (
+    "kubernetes",
+    "kubernetes.default",
+    "kubernetes.default.svc",
+    "kubernetes.default.svc.cluster.local",
+)
+COMPONENT_USERS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "admin": ("kubernetes-admin", ("system:masters",)),
+    "controller-manager": ("system:kube-controller-manager", ()),
+    "scheduler": ("system:kube-scheduler", ()),
+    "proxy": ("system:kube-proxy", ()),
+    "dns": ("system:serviceaccount:kube-system:coredns", ()),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterPki:
+    directory: Path
+    ca: pki.CertificateAuthority
+    serving: pki.KeyPair
+    signing_key: pki.KeyPair
+    clients: dict[str, pki.KeyPair]
+    """By name: ``admin``, the components', ``node-<name>``."""
+
+
+def ensure_cluster_pki(
+    state_dir: Path,
+    *,
+    nodes: Sequence[str],
+    service_cidr: str,
+    bind_address: str,
+    force: bool = False,
+) -> ClusterPki:
+    """Every file of the cluster's PKI, made where missing (``force``: leaves re-issued)."""
+    directory = state_dir / "pki"
+    ca = pki.ensure_ca(directory)
+    kubernetes_ip = str(ipaddress.ip_network(service_cidr, strict=False)[1])
+    hosts = ["127.0.0.1", "localhost", kubernetes_ip, *KUBERNETES_NAMES]
+    if bind_address not in ("0.0.0.0", "::") and bind_address not in hosts:
+        hosts.append(bind_address)
+    serving = pki.ensure_serving_cert(ca, directory, name="apiserver", hosts=hosts, force=force)
+    users = dict(COMPONENT_USERS)
+    for node in nodes:
+        users[f"node-{node}"] = (f"system:node:{node}", ("system:nodes",))
+    clients = {
+        name: pki.ensure_client_cert(
+            ca, directory, name=name, user=user, groups=groups, force=force
+        )
+        for name, (user, groups) in users.items()
+    }
+    return ClusterPki(
+        directory=directory,
+        ca=ca,
+        serving=serving,
+        signing_key=pki.ensure_signing_key(directory),
+        clients=clients,
+    )
+
+
+def kubeconfig(server: str, *, ca: Path, client: pki.KeyPair, user: str) -> str:
+    """A kubeconfig for ``server`` trusting ``ca``, authenticating with ``client``."""
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": "kubelite",
+                "cluster": {
+                    "server": server,
+                    "certificate-authority-data": base64.b64encode(ca.read_bytes()).decode(),
+                },
+            }
+        ],
+        "users": [
+            {
+                "name": user,
+                "user": {"client-certificate": str(client.cert), "client-key": str(client.key)},
+            }
+        ],
+        "contexts": [
+            {
+                "name": "kubelite",
+                "context": {"cluster": "kubelite", "user": user, "namespace": "default"},
+            }
+        ],
+        "current-context": "kubelite",
+        "preferences": {},
+    }
+    return json.dumps(doc, indent=2) + "\n"  # JSON is YAML; kubectl reads either
+
+
+def write_kubeconfigs(state_dir: Path, cluster: ClusterPki, *, server: str) -> Path:
+    """The admin's ``<state-dir>/kubeconfig`` and one per component under ``kubeconfigs/``;
+    returns the admin's path."""
+    directory = state_dir / "kubeconfigs"
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, client in cluster.clients.items():
+        text = kubeconfig(server, ca=cluster.ca.files.cert, client=client, user=name)
+        pki.write_private(directory / f"{name}.conf", text.encode())
+    admin = state_dir / "kubeconfig"
+    text = kubeconfig(
+        server, ca=cluster.ca.files.cert, client=cluster.clients["admin"], user="admin"
+    )
+    pki.write_private(admin, text.encode())
+    return admin
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``kubelite certs rotate --state-dir DIR [--nodes N]``."""
+    from kubelite.up import cluster_service_cidr, node_names
+
+    parser = argparse.ArgumentParser(
+        prog="kubelite certs",
+        description="Manage a kubelite up cluster's certificates.",
+    )
+    sub = parser.add_subparsers(dest="action", required=True)
+    rotate = sub.add_parser("rotate", help="re-issue every leaf certificate from the same CA")
+    rotate.add_argument("--state-dir", default="./.kubelite", help="the cluster's state dir")
+    rotate.add_argument("--nodes", type=int, default=2, help="kubelets node1..nodeN (default 2)")
+    rotate.add_argument("--bind-address", default="127.0.0.1")
+    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    state_dir = Path(args.state_dir).resolve()
+    cluster = ensure_cluster_pki(
+        state_dir,
+        nodes=node_names(args.nodes),
+        service_cidr=cluster_service_cidr(state_dir),
+        bind_address=args.bind_address,
+        force=True,
+    )
+    for name in ("apiserver", *cluster.clients):
+        print(f"re-issued {cluster.directory / name}.crt")
+    print("restart the cluster (kubelite up) for its processes to use them")
+    return 0
