@@ -842,8 +842,12 @@ class Supervisor:
         opts = self.opts
         nodes = ", ".join(node_names(opts.nodes)) or "no nodes"
         lines = [
-            f"kubelite is up: API at {opts.secure_server if opts.secure_port != -1 else opts.server}"
-            f" and {opts.server} (plain HTTP, loopback) ({nodes} Ready)",
+            f"kubelite is up: API at {opts.server} ({nodes} Ready)",
+            *(
+                [f"secure API at {opts.secure_server} (TLS; the kubeconfig's server)"]
+                if opts.secure_port != -1
+                else []
+            ),
             "endpoints (the ports each component bound):",
             *self._endpoint_lines(),
             f"kubeconfig: {kubeconfig_path}",
