@@ -360,6 +360,21 @@ _MESSAGES: dict[str, str] = {
     "Scale": "1 metadata ObjectMeta; 2 spec ScaleSpec; 3 status ScaleStatus",
     "ScaleSpec": "1 replicas i32",
     "ScaleStatus": "1 replicas !i32; 2 selector str",
+    # --- authorization.k8s.io/v1, authentication.k8s.io/v1: the reviews (kubectl auth) -----------
+    "SubjectAccessReview": "1 metadata ObjectMeta; 2 spec SubjectAccessReviewSpec",
+    "SubjectAccessReviewSpec": "1 resourceAttributes ResourceAttributes;"
+        " 2 nonResourceAttributes NonResourceAttributes; 3 user str; 4 groups *str; 6 uid str",
+    "SelfSubjectAccessReview": "1 metadata ObjectMeta; 2 spec SelfSubjectAccessReviewSpec",
+    "SelfSubjectAccessReviewSpec": "1 resourceAttributes ResourceAttributes;"
+        " 2 nonResourceAttributes NonResourceAttributes",
+    "ResourceAttributes": "1 namespace str; 2 verb str; 3 group str; 4 version str;"
+        " 5 resource str; 6 subresource str; 7 name str",
+    "NonResourceAttributes": "1 path str; 2 verb str",
+    "SelfSubjectRulesReview": "1 metadata ObjectMeta; 2 spec SelfSubjectRulesReviewSpec",
+    "SelfSubjectRulesReviewSpec": "1 namespace str",
+    "SelfSubjectReview": "1 metadata ObjectMeta",
+    "TokenReview": "1 metadata ObjectMeta; 2 spec TokenReviewSpec",
+    "TokenReviewSpec": "1 token str; 2 audiences *str",
 }
 
 _KINDS: dict[tuple[str, str], str] = {
@@ -381,6 +396,12 @@ _KINDS: dict[tuple[str, str], str] = {
     ("policy/v1", "PodDisruptionBudget"): "PodDisruptionBudget",
     ("policy/v1", "Eviction"): "Eviction",
     ("autoscaling/v1", "Scale"): "Scale",
+    ("authorization.k8s.io/v1", "SubjectAccessReview"): "SubjectAccessReview",
+    ("authorization.k8s.io/v1", "LocalSubjectAccessReview"): "SubjectAccessReview",
+    ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): "SelfSubjectAccessReview",
+    ("authorization.k8s.io/v1", "SelfSubjectRulesReview"): "SelfSubjectRulesReview",
+    ("authentication.k8s.io/v1", "SelfSubjectReview"): "SelfSubjectReview",
+    ("authentication.k8s.io/v1", "TokenReview"): "TokenReview",
 }
 """(apiVersion, kind) of an envelope -> the message its raw bytes hold."""
 # fmt: on
