@@ -178,6 +178,12 @@ async def run_dns_answers(ctx: Context) -> list[Figure]:
     return await dns_answers.run(ctx)
 
 
+async def run_tls_create(ctx: Context) -> list[Figure]:
+    from bench import tls_create
+
+    return await tls_create.run(ctx)
+
+
 def build_registry() -> Registry:
     return Registry([
         Scenario("ceilings", "ceilings", ceilings.run,
@@ -203,6 +209,8 @@ def build_registry() -> Registry:
         Scenario("dns-answers", "e2e", run_dns_answers,
                  "kubelite dns answers/s for a cluster name and for distinct names, beside a "
                  "UDP echo server"),
+        Scenario("tls-create", "api", run_tls_create,
+                 "ConfigMap creates/s over TLS with a client certificate beside plain HTTP"),
         Scenario("e2e-1000x1000", "e2e", rc_scenario(pods=1000, nodes=1000),
                  "RC of 1,000 pods on 1,000 sim nodes", quick=False),
         Scenario("e2e-10000x100", "e2e", rc_scenario(pods=10_000, nodes=100),
