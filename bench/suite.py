@@ -166,6 +166,12 @@ async def run_pod_start_sandbox(ctx: Context) -> list[Figure]:
     return await pod_start_sandbox.run(ctx)
 
 
+async def run_service_throughput(ctx: Context) -> list[Figure]:
+    from bench import service_throughput
+
+    return await service_throughput.run(ctx)
+
+
 async def run_job_completions(ctx: Context) -> list[Figure]:
     from bench import job_completions
 
@@ -204,6 +210,8 @@ def build_registry() -> Registry:
         Scenario("pod-start-sandbox", "e2e", run_pod_start_sandbox,
                  "process runtime container start with and without the pod sandbox, and a bare "
                  "posix_spawn"),
+        Scenario("service-throughput", "e2e", run_service_throughput,
+                 "HTTP req/s through a ClusterIP (kubelite proxy) beside straight to the pod"),
         Scenario("job-1000", "e2e", run_job_completions,
                  "a Job of 1,000 completions beside a Deployment of 1,000 replicas, 10 sim nodes"),
         Scenario("dns-answers", "e2e", run_dns_answers,
