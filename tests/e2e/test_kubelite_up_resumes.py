@@ -1,7 +1,8 @@
 """``kubelite up``, Ctrl-C, ``kubelite up`` again on the same state dir: the cluster resumes.
 
 The real command as a person runs it (a subprocess reading its prefixed output for the banner):
-a component killed with SIGKILL is restarted, and ``up`` says so; an RC of 2 nginx pods and a
+a component killed with SIGKILL is restarted, and ``up`` says so (the proxy's Service traffic and
+the DNS's answers come back); an RC of 2 nginx pods and a
 standalone pod run; SIGINT stops every component *and* every pod's process; the second ``kubelite up`` brings back the same objects (same uids, nothing created
 twice) and the same pods running again on the same nodes and pod IPs, answering HTTP; a second
 SIGINT leaves nothing behind again.
@@ -23,6 +24,7 @@ import dns.message
 import pytest
 import yaml
 
+from api.registry import REGISTRY
 from kubelite import up
 from kubelite.testing.waiting import apoll_until
 from tests.e2e.cluster import (
@@ -36,11 +38,12 @@ from tests.e2e.cluster import (
     pod_processes,
     running,
 )
-from tests.factories import nginx_rc, sleeper
+from tests.factories import nginx_rc, service, sleeper
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(300)]
 
 ROOT = Path(__file__).resolve().parents[2]
+SERVICES = REGISTRY.require("", "Service")
 BANNER = "kubelite is up: "
 PREFIX = re.compile(r"^(up|apiserver|controller-manager|scheduler|proxy|dns|node1|node2) +\| ")
 
@@ -172,6 +175,10 @@ async def test_ctrl_c_then_up_again_resumes_objects_and_running_pods(tmp_path: P
         try:
             await view.client.create(RCS, nginx_rc("web", replicas=2), namespace="default")
             await view.client.create(PODS, sleeper("solo"), namespace="default")
+            web_service = service("web", selector={"app": "web"})
+            cluster_ip = (await view.client.create(SERVICES, web_service, namespace="default"))[
+                "spec"
+            ]["clusterIP"]
             await view.until(
                 lambda: len(view.live_pods()) == 3 and all(running(p) for p in view.live_pods()),
                 within=60,
@@ -204,6 +211,14 @@ async def test_ctrl_c_then_up_again_resumes_objects_and_running_pods(tmp_path: P
             return bool(reply.answer)
 
         await apoll_until(answered, what="kubernetes.default.svc from the restarted DNS")
+        # and the proxy: restarted, it lists again and the Service's ClusterIP answers again
+        status, _ = await http_get(f"http://{cluster_ip}/", within=30)
+        assert status == 200
+        os.kill(child_pid("services.proxy", marker), signal.SIGKILL)
+        await first.wait_line(r"^up +\| proxy exited with code -9; restarting in ")
+        await first.wait_line(r"^proxy +\| kubelite: proxy ready", count=2)
+        status, _ = await http_get(f"http://{cluster_ip}/", within=30)
+        assert status == 200
 
         assert await first.interrupt() == 0
         assert first.lines[-1].endswith("| stopped")
