@@ -323,6 +323,14 @@ def _service_lb(ctx: _Context) -> RunnableController:
     )
 
 
+def _clusterrole_aggregation(ctx: _Context) -> RunnableController:
+    from services.controller_manager.clusterrole_aggregation import (
+        ClusterRoleAggregationController,
+    )
+
+    return ClusterRoleAggregationController(client=ctx.client, informers=ctx.informers)
+
+
 CONTROLLERS: dict[str, Factory] = {
     "replicationcontroller": _replicationcontroller,
     "replicaset": _replicaset,
@@ -344,6 +352,7 @@ CONTROLLERS: dict[str, Factory] = {
     "endpointslice": _endpointslice,
     "endpointslice-mirroring": _endpointslice_mirroring,
     "service-lb": _service_lb,
+    "clusterrole-aggregation": _clusterrole_aggregation,
 }
 """Every controller this process can run, by its ``--controllers`` name."""
 
