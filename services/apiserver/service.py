@@ -59,14 +59,12 @@ class ApiServer:
         return Fatal(f"store {self.options.store_url}: {failure}")
 
     async def start(self) -> None:
+        pki_failure: OSError | None = None
         if self.options.secure_port != -1:
             try:
                 self.options = with_self_made_pki(self.options)
-            except OSError as exc:
-                raise Fatal(
-                    f"cannot make the secure port's certificates: {exc} (pass --cert-dir, "
-                    "--tls-cert-file and --tls-private-key-file, or --secure-port=-1)"
-                ) from None
+            except OSError as exc:  # reported once the store had its say (below)
+                pki_failure = exc
         options = self.options
         limit = options.max_open_connections
         cap = ConnectionCap(limit=default_max_connections() if limit is None else limit)
@@ -83,6 +81,11 @@ class ApiServer:
         except StoreFailed as failure:
             raise self._store_failed(failure) from None
         self._runner = runner
+        if pki_failure is not None:  # an unusable state dir: the store's message came first
+            raise Fatal(
+                f"cannot make the secure port's certificates: {pki_failure} (pass --cert-dir, "
+                "--tls-cert-file and --tls-private-key-file, or --secure-port=-1)"
+            )
 
         def site(r: web.BaseRunner, host: str, port: int) -> web.BaseSite:
             return CappedTCPSite(r, host, port, cap=cap)
