@@ -1,7 +1,7 @@
 """Kubernetes protobuf request bodies, decoded into the JSON dicts the JSON path produces.
 
 Why: kubectl 1.32+ sends the body of its typed-client commands (``create namespace``, ``create
-deployment``, ``create job|cronjob|pdb``, ``create service``, ``debug node/…``, ``debug --copy-to``) as ``application/vnd.kubernetes.protobuf``.
+deployment``, ``create job|cronjob|pdb``, ``create service``, ``create role|clusterrole|rolebinding|clusterrolebinding``, ``debug node/…``, ``debug --copy-to``) as ``application/vnd.kubernetes.protobuf``.
 client-go has no fallback to JSON after a 415 (it falls back only from CBOR, behind a feature gate
 that is off), so an apiserver that cannot read protobuf cannot serve those commands at all.
 
@@ -375,6 +375,15 @@ _MESSAGES: dict[str, str] = {
     "SelfSubjectReview": "1 metadata ObjectMeta",
     "TokenReview": "1 metadata ObjectMeta; 2 spec TokenReviewSpec",
     "TokenReviewSpec": "1 token str; 2 audiences *str",
+    # --- rbac.authorization.k8s.io/v1 (kubectl create role|clusterrole|rolebinding|...) ---------
+    "Role": "1 metadata ObjectMeta; 2 rules *PolicyRule",
+    "ClusterRole": "1 metadata ObjectMeta; 2 rules *PolicyRule; 3 aggregationRule AggregationRule",
+    "PolicyRule": "1 verbs *str; 2 apiGroups *str; 3 resources *str; 4 resourceNames *str;"
+        " 5 nonResourceURLs *str",
+    "AggregationRule": "1 clusterRoleSelectors *LabelSelector",
+    "RoleBinding": "1 metadata ObjectMeta; 2 subjects *Subject; 3 roleRef !RoleRef",
+    "Subject": "1 kind !str; 2 apiGroup str; 3 name !str; 4 namespace str",
+    "RoleRef": "1 apiGroup !str; 2 kind !str; 3 name !str",
 }
 
 _KINDS: dict[tuple[str, str], str] = {
@@ -402,6 +411,10 @@ _KINDS: dict[tuple[str, str], str] = {
     ("authorization.k8s.io/v1", "SelfSubjectRulesReview"): "SelfSubjectRulesReview",
     ("authentication.k8s.io/v1", "SelfSubjectReview"): "SelfSubjectReview",
     ("authentication.k8s.io/v1", "TokenReview"): "TokenReview",
+    ("rbac.authorization.k8s.io/v1", "Role"): "Role",
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"): "ClusterRole",
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"): "RoleBinding",
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): "RoleBinding",
 }
 """(apiVersion, kind) of an envelope -> the message its raw bytes hold."""
 # fmt: on

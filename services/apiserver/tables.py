@@ -7,7 +7,7 @@ Kubernetes' own printers compute them (``pkg/printers/internalversion/printers.g
 status word (``Init:0/1``, ``CrashLoopBackOff``, ``Completed``, ``Terminating``...), restarts as
 ``"3 (5m ago)"``, node ``Ready,SchedulingDisabled`` and roles, replica counts, a Job's status word and ``1/1`` completions, a
 CronJob's schedule, a budget's ``N/A``, endpoints as ``ip:port,... + N more...``, a revision's ``statefulset.apps/web``, event columns,
-secrets' types and data counts, a Service's ``CLUSTER-IP``, ``EXTERNAL-IP`` (``<pending>``) and
+secrets' types and data counts, roles' RFC 3339 ``CREATED AT`` and bindings' ``ClusterRole/view``, a Service's ``CLUSTER-IP``, ``EXTERNAL-IP`` (``<pending>``) and
 ``80:30080/TCP`` ports, a storage class's ``(default)`` mark, volumes' and claims'
 ``RWO,ROX`` access modes and ``ns/claim``, and ages in ``HumanDuration`` form (``45s``,
 ``5m2s``, ``3h``, ``2d``).
@@ -1189,6 +1189,87 @@ PVC_PRINTER = TablePrinter(
 )
 
 
+# ---- rbac: roles and bindings
+
+_ZERO_TIME = "0001-01-01T00:00:00Z"
+"""How Go prints an unset ``metav1.Time`` in RFC 3339."""
+
+
+def _created_at(obj: Obj) -> str:
+    parsed = _parse_time(_meta(obj).get("creationTimestamp"))
+    return parsed.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if parsed else _ZERO_TIME
+
+
+def _role_cells(role: Obj, now: datetime) -> list[Any]:
+    """Kubernetes has no printer for roles: the default table convertor's NAME CREATED AT."""
+    return [_meta(role).get("name", ""), _created_at(role)]
+
+
+ROLE_PRINTER = TablePrinter(
+    columns=(
+        NAME,
+        Column(
+            "Created At",
+            type="date",
+            description="CreationTimestamp is when this object was created.",
+        ),
+    ),
+    cells=_role_cells,
+)
+
+
+def _subject_names(subjects: Any) -> tuple[str, str, str]:
+    """``rbac.SubjectsStrings``: users, groups and ``namespace/name`` service accounts, each
+    joined with ``", "`` (other kinds are not shown)."""
+    users: list[str] = []
+    groups: list[str] = []
+    accounts: list[str] = []
+    for subject in _dict_items(subjects):
+        kind, name = subject.get("kind"), str(subject.get("name") or "")
+        if kind == "ServiceAccount":
+            accounts.append(f"{subject.get('namespace') or ''}/{name}")
+        elif kind == "User":
+            users.append(name)
+        elif kind == "Group":
+            groups.append(name)
+    return ", ".join(users), ", ".join(groups), ", ".join(accounts)
+
+
+def _binding_cells(binding: Obj, now: datetime) -> list[Any]:
+    """``printRoleBinding`` / ``printClusterRoleBinding``: NAME ROLE AGE, wide USERS GROUPS
+    SERVICEACCOUNTS; ROLE is ``<kind>/<name>`` of the roleRef."""
+    ref = binding.get("roleRef") or {}
+    return [
+        _meta(binding).get("name", ""),
+        f"{ref.get('kind') or ''}/{ref.get('name') or ''}",
+        _age(binding, now),
+        *_subject_names(binding.get("subjects")),
+    ]
+
+
+def _binding_printer(role_ref: str) -> TablePrinter:
+    return TablePrinter(
+        columns=(
+            NAME,
+            Column("Role", description=role_ref),
+            AGE,
+            Column("Users", priority=1, description="Users in the roleBinding"),
+            Column("Groups", priority=1, description="Groups in the roleBinding"),
+            Column("ServiceAccounts", priority=1, description="ServiceAccounts in the roleBinding"),
+        ),
+        cells=_binding_cells,
+    )
+
+
+ROLE_BINDING_PRINTER = _binding_printer(
+    "RoleRef can reference a Role in the current namespace or a ClusterRole in the global "
+    "namespace. This field is immutable."
+)
+CLUSTER_ROLE_BINDING_PRINTER = _binding_printer(
+    "RoleRef can only reference a ClusterRole in the global namespace. This field is immutable."
+)
+
+
 def _default_cells(obj: Obj, now: datetime) -> list[Any]:
     return [_meta(obj).get("name", ""), _age(obj, now)]
 
@@ -1220,6 +1301,10 @@ PRINTERS: dict[tuple[str, str], TablePrinter] = {
     ("storage.k8s.io", "StorageClass"): STORAGE_CLASS_PRINTER,
     ("", "PersistentVolume"): PV_PRINTER,
     ("", "PersistentVolumeClaim"): PVC_PRINTER,
+    ("rbac.authorization.k8s.io", "Role"): ROLE_PRINTER,
+    ("rbac.authorization.k8s.io", "ClusterRole"): ROLE_PRINTER,
+    ("rbac.authorization.k8s.io", "RoleBinding"): ROLE_BINDING_PRINTER,
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"): CLUSTER_ROLE_BINDING_PRINTER,
 }
 
 
