@@ -15,7 +15,8 @@ into ``data`` and dropped, as the v1 conversion does), PersistentVolume
 PersistentVolumeClaim (``volumeMode``, ``phase: Pending``), StorageClass
 (``reclaimPolicy: Delete``, ``volumeBindingMode: Immediate``), DaemonSet and StatefulSet
 (``pkg/apis/apps/v1/defaults.go``), Endpoints and EndpointSlice ports (``protocol: TCP``; a
-slice port's ``name: ""``), Job and CronJob (``pkg/apis/batch/v1/defaults.go``; a new
+slice port's ``name: ""``), RoleBinding and ClusterRoleBinding (the rbac group on ``roleRef`` and
+on User and Group subjects), Job and CronJob (``pkg/apis/batch/v1/defaults.go``; a new
 Job also gets the selector and template labels the job strategy generates, which needs the uid
 the apiserver has set by then: ``api.batch.generate_job_selector``), plus what admission adds to new
 pods in a stock cluster: ``DefaultTolerationSeconds`` (the not-ready/unreachable tolerations, 300 s),
@@ -501,6 +502,24 @@ def _service(obj: dict[str, Any]) -> None:
         spec["ipFamilies"] = ["IPv4"]
 
 
+_RBAC_GROUP = "rbac.authorization.k8s.io"
+
+
+def _role_binding(obj: dict[str, Any]) -> None:
+    """``pkg/apis/rbac/v1/defaults.go``: ``roleRef.apiGroup`` and a User's or Group's
+    ``apiGroup`` default to ``rbac.authorization.k8s.io`` (a ServiceAccount's stays ``""``)."""
+    ref = obj.get("roleRef")
+    if isinstance(ref, dict) and not ref.get("apiGroup"):
+        ref["apiGroup"] = _RBAC_GROUP
+    for subject in obj.get("subjects") or []:
+        if (
+            isinstance(subject, dict)
+            and not subject.get("apiGroup")
+            and subject.get("kind") in ("User", "Group")
+        ):
+            subject["apiGroup"] = _RBAC_GROUP
+
+
 _MODELS: dict[str, type[KubeModel]] = {
     rt.kind: rt.model
     for rt in REGISTRY
@@ -526,4 +545,6 @@ _BY_KIND: dict[str, Callable[[dict[str, Any]], None]] = {
     "CronJob": _cron_job,
     "Endpoints": _endpoints,
     "EndpointSlice": _endpoint_slice,
+    "RoleBinding": _role_binding,
+    "ClusterRoleBinding": _role_binding,
 }

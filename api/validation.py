@@ -17,10 +17,12 @@ PersistentVolume and PersistentVolumeClaim specs, DaemonSet/StatefulSet strategi
 and their generated selectors, CronJob schedules (``api.cron``) and time zones (``zoneinfo``),
 PodDisruptionBudget specs, Endpoints subsets and EndpointSlices (addresses, ports,
 protocols; loopback addresses allowed, unlike Kubernetes: kubelite's pods live on 127.0.0.0/8),
+RBAC roles' rules and bindings' roleRef and subjects (``pkg/apis/rbac/validation``; their names
+need only be path segments),
 and for updates the immutable fields (``immutable: true`` contents,
 a Secret's type, StorageClass parameters, PV sources, PVC specs, a Job's selector and template,
 a StatefulSet's spec beyond replicas/template/strategy, a ControllerRevision's data, an
-EndpointSlice's addressType). Semantic checks read the dict defensively, and a cause under a path pydantic
+EndpointSlice's addressType, a binding's roleRef). Semantic checks read the dict defensively, and a cause under a path pydantic
 already reported is dropped, so one mistake gives one cause.
 
 Messages follow Kubernetes' ``field.Error`` wording (``Required value``, ``Invalid value: "x":
@@ -241,8 +243,24 @@ def _name_checker(fn: Callable[[str], list[str]]) -> Callable[[str, str], list[C
 _dns_label = _name_checker(is_dns1123_label)
 _dns_subdomain = _name_checker(is_dns1123_subdomain)
 _dns1035_label = _name_checker(is_dns1035_label)
-_NAME_CHECKS = {"Namespace": _dns_label, "Service": _dns1035_label}
-"""Kinds whose names are stricter than a DNS subdomain (a Service's name is a DNS label too)."""
+
+
+def _path_segment_name(field: str, name: str) -> list[Cause]:
+    """``path.IsValidPathSegmentName``: a role's or binding's name (``system:node`` is fine)."""
+    if name in (".", ".."):
+        return [invalid(field, name, f"may not be '{name}'")]
+    return [invalid(field, name, f"may not contain '{c}'") for c in ("/", "%") if c in name]
+
+
+_NAME_CHECKS: dict[str, Callable[[str, str], list[Cause]]] = {
+    "Namespace": _dns_label,
+    "Service": _dns1035_label,
+    **dict.fromkeys(
+        ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"), _path_segment_name
+    ),
+}
+"""Kinds whose names are not checked as a DNS subdomain: a Namespace's and a Service's are DNS
+labels, the RBAC kinds' only path segments (``system:controller:...``)."""
 _qualified_name = _name_checker(is_qualified_name)
 
 
@@ -1962,6 +1980,131 @@ def _service_update(new: dict[str, Any], old: dict[str, Any]) -> list[Cause]:
     return []
 
 
+# -- rbac: roles and bindings (pkg/apis/rbac/validation) ------------------------------------
+
+RBAC_GROUP = "rbac.authorization.k8s.io"
+_SUBJECT_KINDS = ("ServiceAccount", "User", "Group")
+
+
+def _go_value(value: Any) -> str:
+    """``%#v`` of a Go string slice or ``rbac.RoleRef``, as a ``field.Invalid`` prints it."""
+    if isinstance(value, list):
+        return "[]string{" + ", ".join(json.dumps(v) for v in value) + "}"
+    ref = _map(value)
+    fields = (("APIGroup", "apiGroup"), ("Kind", "kind"), ("Name", "name"))
+    return (
+        "rbac.RoleRef{"
+        + ", ".join(f"{go}:{json.dumps(ref.get(key) or '')}" for go, key in fields)
+        + "}"
+    )
+
+
+def _invalid_go(field: str, value: Any, detail: str) -> Cause:
+    return {
+        "reason": "FieldValueInvalid",
+        "message": f"Invalid value: {_go_value(value)}: {detail}",
+        "field": field,
+    }
+
+
+def _policy_rule(field: str, rule: dict[str, Any], *, namespaced: bool) -> list[Cause]:
+    causes: list[Cause] = []
+    if not _list(rule.get("verbs")):
+        causes.append(required(f"{field}.verbs", "verbs must contain at least one value"))
+    urls = _list(rule.get("nonResourceURLs"))
+    if urls:
+        if namespaced:
+            causes.append(_invalid_go(f"{field}.nonResourceURLs", urls,
+                                      "namespaced rules cannot apply to non-resource URLs"))  # fmt: skip
+        if any(_list(rule.get(k)) for k in ("apiGroups", "resources", "resourceNames")):
+            causes.append(_invalid_go(f"{field}.nonResourceURLs", urls,
+                                      "rules cannot apply to both regular resources and "
+                                      "non-resource URLs"))  # fmt: skip
+        return causes
+    if not _list(rule.get("apiGroups")):
+        causes.append(required(f"{field}.apiGroups",
+                               "resource rules must supply at least one api group"))  # fmt: skip
+    resources = _list(rule.get("resources"))
+    if not resources:
+        causes.append(required(f"{field}.resources",
+                               "resource rules must supply at least one resource"))  # fmt: skip
+    if _list(rule.get("resourceNames")) and len(resources) > 1:
+        causes.append(required(f"{field}.resourceNames",
+                               "resource names cannot apply to multiple resources"))  # fmt: skip
+    return causes
+
+
+def _rules(obj: dict[str, Any], *, namespaced: bool) -> list[Cause]:
+    causes: list[Cause] = []
+    for i, rule in _items(obj.get("rules")):
+        causes += _policy_rule(f"rules[{i}]", rule, namespaced=namespaced)
+    return causes
+
+
+def _role(obj: dict[str, Any]) -> list[Cause]:
+    return _rules(obj, namespaced=True)
+
+
+def _cluster_role(obj: dict[str, Any]) -> list[Cause]:
+    return _rules(obj, namespaced=False)
+
+
+def _subject(field: str, subject: dict[str, Any], *, namespaced: bool) -> list[Cause]:
+    causes: list[Cause] = []
+    name, kind, group = subject.get("name") or "", subject.get("kind"), subject.get("apiGroup")
+    if not name:
+        causes.append(required(f"{field}.name"))
+    if kind == "ServiceAccount":
+        if name:
+            causes += _dns_subdomain(f"{field}.name", name)
+        if group:
+            causes.append(not_supported(f"{field}.apiGroup", group, [""]))
+        if not namespaced and not subject.get("namespace"):
+            causes.append(required(f"{field}.namespace"))
+    elif kind in ("User", "Group"):
+        if not name:
+            causes.append(invalid(f"{field}.name", name, f"{kind.lower()} name cannot be empty"))
+        if group != RBAC_GROUP:
+            causes.append(not_supported(f"{field}.apiGroup", group or "", [RBAC_GROUP]))
+    else:
+        causes.append(not_supported(f"{field}.kind", kind or "", _SUBJECT_KINDS))
+    return causes
+
+
+def _role_binding_like(obj: dict[str, Any], *, namespaced: bool) -> list[Cause]:
+    ref = _map(obj.get("roleRef"))
+    causes: list[Cause] = []
+    if ref.get("apiGroup") != RBAC_GROUP:
+        causes.append(not_supported("roleRef.apiGroup", ref.get("apiGroup") or "", [RBAC_GROUP]))
+    kinds = ("Role", "ClusterRole") if namespaced else ("ClusterRole",)
+    if ref.get("kind") not in kinds:
+        causes.append(not_supported("roleRef.kind", ref.get("kind") or "", kinds))
+    name = ref.get("name")
+    if not name:
+        causes.append(required("roleRef.name"))
+    elif isinstance(name, str):
+        causes += _path_segment_name("roleRef.name", name)
+    for i, subject in _items(obj.get("subjects")):
+        causes += _subject(f"subjects[{i}]", subject, namespaced=namespaced)
+    return causes
+
+
+def _role_binding(obj: dict[str, Any]) -> list[Cause]:
+    return _role_binding_like(obj, namespaced=True)
+
+
+def _cluster_role_binding(obj: dict[str, Any]) -> list[Cause]:
+    return _role_binding_like(obj, namespaced=False)
+
+
+def _role_ref_update(new: dict[str, Any], old: dict[str, Any]) -> list[Cause]:
+    """``ValidateRoleBindingUpdate``: the roleRef of a binding never changes (delete and
+    recreate it instead, so that whoever may bind the new role is checked again)."""
+    if _map(new.get("roleRef")) == _map(old.get("roleRef")):
+        return []
+    return [_invalid_go("roleRef", new.get("roleRef"), "cannot change roleRef")]
+
+
 _SEMANTIC: dict[str, Callable[[dict[str, Any]], list[Cause]]] = {
     "Pod": _pod,
     "ReplicationController": _replication_controller,
@@ -1986,6 +2129,10 @@ _SEMANTIC: dict[str, Callable[[dict[str, Any]], list[Cause]]] = {
     "Service": _service,
     "Endpoints": _endpoints,
     "EndpointSlice": _endpoint_slice,
+    "Role": _role,
+    "ClusterRole": _cluster_role,
+    "RoleBinding": _role_binding,
+    "ClusterRoleBinding": _cluster_role_binding,
 }
 
 
@@ -2088,6 +2235,8 @@ def validate_update(rt: ResourceType, new: dict[str, Any], old: dict[str, Any]) 
         causes += _job_update(new, old)
     elif rt.kind == "Service":
         causes += _service_update(new, old)
+    elif rt.kind in ("RoleBinding", "ClusterRoleBinding"):
+        causes += _role_ref_update(new, old)
     elif rt.kind == "EndpointSlice" and new.get("addressType") != old.get("addressType"):
         causes.append(invalid("addressType", new.get("addressType"), IMMUTABLE))
     return causes
