@@ -60,6 +60,68 @@ def test_every_served_resource_is_registered_with_kubernetes_names() -> None:
             True,
             ("pdb",),
         ),
+        ("", "v1", "endpoints"): ("Endpoints", "endpoints", True, ("ep",)),
+        ("discovery.k8s.io", "v1", "endpointslices"): (
+            "EndpointSlice",
+            "endpointslice",
+            True,
+            (),
+        ),
+        ("rbac.authorization.k8s.io", "v1", "roles"): ("Role", "role", True, ()),
+        ("rbac.authorization.k8s.io", "v1", "rolebindings"): (
+            "RoleBinding",
+            "rolebinding",
+            True,
+            (),
+        ),
+        ("rbac.authorization.k8s.io", "v1", "clusterroles"): (
+            "ClusterRole",
+            "clusterrole",
+            False,
+            (),
+        ),
+        ("rbac.authorization.k8s.io", "v1", "clusterrolebindings"): (
+            "ClusterRoleBinding",
+            "clusterrolebinding",
+            False,
+            (),
+        ),
+        ("authorization.k8s.io", "v1", "subjectaccessreviews"): (
+            "SubjectAccessReview",
+            "subjectaccessreview",
+            False,
+            (),
+        ),
+        ("authorization.k8s.io", "v1", "selfsubjectaccessreviews"): (
+            "SelfSubjectAccessReview",
+            "selfsubjectaccessreview",
+            False,
+            (),
+        ),
+        ("authorization.k8s.io", "v1", "localsubjectaccessreviews"): (
+            "LocalSubjectAccessReview",
+            "localsubjectaccessreview",
+            True,
+            (),
+        ),
+        ("authorization.k8s.io", "v1", "selfsubjectrulesreviews"): (
+            "SelfSubjectRulesReview",
+            "selfsubjectrulesreview",
+            False,
+            (),
+        ),
+        ("authentication.k8s.io", "v1", "tokenreviews"): (
+            "TokenReview",
+            "tokenreview",
+            False,
+            (),
+        ),
+        ("authentication.k8s.io", "v1", "selfsubjectreviews"): (
+            "SelfSubjectReview",
+            "selfsubjectreview",
+            False,
+            (),
+        ),
     }
 
 
@@ -91,6 +153,10 @@ def test_lookups_by_any_name() -> None:
         "storage.k8s.io": ["v1"],
         "batch": ["v1"],
         "policy": ["v1"],
+        "discovery.k8s.io": ["v1"],
+        "rbac.authorization.k8s.io": ["v1"],
+        "authorization.k8s.io": ["v1"],
+        "authentication.k8s.io": ["v1"],
     }
     pods, deployments = REGISTRY.resolve("pods"), REGISTRY.resolve("deploy")
     assert pods is not None and pods.model is Pod and pods.categories == ("all",)
@@ -106,8 +172,16 @@ def test_verbs_and_subresources() -> None:
         "binding": ("", "Binding", ("create",)),
         "log": ("", "Pod", ("get",)),
         "exec": ("", "PodExecOptions", ("create", "get")),
+        "portforward": ("", "PodPortForwardOptions", ("create", "get")),
         "eviction": ("policy", "Eviction", ("create",)),
     }
+    accounts = REGISTRY.resolve("serviceaccounts")
+    assert accounts is not None
+    token = {s.name: (s.group, s.kind, s.verbs) for s in accounts.subresources}
+    assert token == {"token": ("authentication.k8s.io", "TokenRequest", ("create",))}
+    for name in ("subjectaccessreviews", "selfsubjectreviews", "tokenreviews"):
+        review = REGISTRY.resolve(name)
+        assert review is not None and review.verbs == ("create",)
     namespaces = REGISTRY.resolve("ns")
     assert namespaces is not None and "deletecollection" not in namespaces.verbs
     bindings = REGISTRY.resolve("bindings")
