@@ -1,7 +1,9 @@
 """Kubernetes protobuf request bodies, decoded into the JSON dicts the JSON path produces.
 
 Why: kubectl 1.32+ sends the body of its typed-client commands (``create namespace``, ``create
-deployment``, ``create job|cronjob|pdb``, ``create service``, ``create role|clusterrole|rolebinding|clusterrolebinding``, ``debug node/…``, ``debug --copy-to``) as ``application/vnd.kubernetes.protobuf``.
+deployment``, ``create job|cronjob|pdb``, ``create service``, ``create
+role|clusterrole|rolebinding|clusterrolebinding``, ``debug node/…``, ``debug --copy-to``) as
+``application/vnd.kubernetes.protobuf``.
 client-go has no fallback to JSON after a 415 (it falls back only from CBOR, behind a feature gate
 that is off), so an apiserver that cannot read protobuf cannot serve those commands at all.
 

@@ -7,7 +7,8 @@ Kubernetes' own printers compute them (``pkg/printers/internalversion/printers.g
 status word (``Init:0/1``, ``CrashLoopBackOff``, ``Completed``, ``Terminating``...), restarts as
 ``"3 (5m ago)"``, node ``Ready,SchedulingDisabled`` and roles, replica counts, a Job's status word and ``1/1`` completions, a
 CronJob's schedule, a budget's ``N/A``, endpoints as ``ip:port,... + N more...``, a revision's ``statefulset.apps/web``, event columns,
-secrets' types and data counts, roles' RFC 3339 ``CREATED AT`` and bindings' ``ClusterRole/view``, a Service's ``CLUSTER-IP``, ``EXTERNAL-IP`` (``<pending>``) and
+secrets' types and data counts, roles' RFC 3339 ``CREATED AT`` and bindings'
+``ClusterRole/view``, a Service's ``CLUSTER-IP``, ``EXTERNAL-IP`` (``<pending>``) and
 ``80:30080/TCP`` ports, a storage class's ``(default)`` mark, volumes' and claims'
 ``RWO,ROX`` access modes and ``ns/claim``, and ages in ``HumanDuration`` form (``45s``,
 ``5m2s``, ``3h``, ``2d``).
