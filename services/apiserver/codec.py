@@ -100,7 +100,7 @@ def json_response(
     )
 
 
-REQUEST_BODY = "kubelite.request_body"
+REQUEST_BODY: web.RequestKey[bytes] = web.RequestKey("request_body", bytes)
 """Where the body read is left on the request as JSON, as the client sent it (before any
 defaulting): the audit log's requestObject. ``read_object`` re-encodes YAML and protobuf."""
 
