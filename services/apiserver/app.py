@@ -39,10 +39,15 @@ from aiohttp import web
 from api.registry import REGISTRY, Registry
 from component.errors import Fatal
 from component.tasks import TaskGroup
-from services.apiserver.authentication import Authentication, StaticTokens, authenticate_requests
-from services.apiserver.authorization import authorize_requests, setup_authorization
 from services.apiserver.audit import AuditLog, AuditWriter, setup_audit
 from services.apiserver.audit_policy import PolicyChecker, load_policy
+from services.apiserver.authentication import (
+    AUTHENTICATION,
+    Authentication,
+    StaticTokens,
+    authenticate_requests,
+)
+from services.apiserver.authorization import authorize_requests, setup_authorization
 from services.apiserver.bootstrap import (
     ensure_default_storage_class,
     ensure_kubernetes_service,
@@ -135,11 +140,12 @@ def make_app(
         max_mutating=options.max_mutating_requests_inflight,
     )
     ctx.token_keys = _token_keys(options)
+    authentication = _authentication(options, ctx.token_keys)
     # status_errors outermost: it renders the 401, 403 and 429 the others raise.
     app = web.Application(
         middlewares=[
             status_errors,
-            authenticate_requests(_authentication(options, ctx.token_keys)),
+            authenticate_requests(authentication),
             authorize_requests,
             store_failures,
             limit_inflight(inflight),
@@ -147,6 +153,7 @@ def make_app(
         client_max_size=MAX_BODY_BYTES + 1,
     )
     app[CONTEXT] = ctx
+    app[AUTHENTICATION] = authentication  # the TokenReview API asks it too
     setup_authorization(app, ctx)
     audit = _audit_log(options)
     if audit is not None:
@@ -184,6 +191,11 @@ def _authentication(options: ServerOptions, keys: TokenKeys | None) -> Authentic
         tokens=tokens or StaticTokens(),
         service_accounts=keys,
         anonymous=options.anonymous_auth,
+        api_audiences=(
+            keys.audiences
+            if keys is not None
+            else options.api_audiences or (options.service_account_issuer,)
+        ),
     )
 
 

@@ -9,7 +9,7 @@ own ``Audit-ID`` header is kept), stage, ``requestURI``, verb, user, ``sourceIPs
 ``userAgent``, ``objectRef``, ``responseStatus`` (with the Status message of a failure), the
 request and response bodies at the Request / RequestResponse levels, the two timestamps, and
 the authorization decision as the ``authorization.k8s.io/decision`` and ``.../reason``
-annotations when the authorizer recorded one (``request["kubelite.authz"]``).
+annotations when the authorizer recorded one (``request[AUTHZ_DECISION]``).
 
 Stages: ``RequestReceived`` and, for long-running requests (watches, exec, attach, log,
 port-forward, proxy), ``ResponseStarted`` are written when the response starts — only then is
@@ -27,8 +27,11 @@ rotates the file to ``<name>-<UTC time>.<ext>`` and ``--audit-log-maxbackup`` ke
 
 Limits: an apiserver killed with SIGKILL loses the events not yet written — at most those of
 the last ``BATCH_INTERVAL`` (20 ms) and one batch write; a clean stop flushes everything.
-Requests aiohttp refuses before routing (malformed HTTP) are not audited. ``impersonatedUser`` is
-left out until impersonation records the original user.
+Requests aiohttp refuses before routing (malformed HTTP) are not audited.
+
+Impersonation: as in Kubernetes, ``user`` is who sent the request (the impersonator, also the
+user the policy weighs) and ``impersonatedUser`` whom it acted as; a refused impersonation has
+no ``impersonatedUser`` and the ``forbid`` decision of the check that refused it.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ from api.meta import now_micro_time
 from services.apiserver.audit_policy import PolicyChecker, Verdict
 from services.apiserver.codec import REQUEST_BODY, dumps, loads
 from services.apiserver.identity import Decision, UserInfo, request_user
+from services.apiserver.impersonation import impersonator
 from services.apiserver.inflight import LONG_RUNNING_SUBRESOURCES
 from services.apiserver.request_info import RequestInfo, attributes_for, request_info
 
@@ -58,10 +62,9 @@ __all__ = ["AUDIT", "AUTHZ_DECISION", "AuditLog", "AuditWriter", "setup_audit"]
 
 log = logging.getLogger(__name__)
 
-AUTHZ_DECISION = "kubelite.authz"
+AUTHZ_DECISION: web.RequestKey[tuple[Decision, str]] = web.RequestKey("authz_decision")
 """Where the authorizer leaves ``(Decision, reason)`` for the audit annotations."""
 
-_RECORD = "kubelite.audit"
 _MIB = 1024 * 1024
 BATCH_INTERVAL = 0.02
 """Seconds between batch writes: at most 50 thread hand-offs a second however busy the
@@ -150,6 +153,7 @@ class _Record:
     info: RequestInfo
     verdict: Verdict | None = None
     user: UserInfo | None = None
+    impersonated: UserInfo | None = None
     started: str | None = None
     written: set[str] = field(default_factory=set)
 
@@ -219,6 +223,9 @@ def _response_status(code: int, body: bytes | None) -> dict[str, Any]:
     return {"metadata": {}, "code": code}
 
 
+_RECORD: web.RequestKey[_Record] = web.RequestKey("audit_record", _Record)
+
+
 class AuditLog:
     """Weighs each request against the policy and writes its events to ``writer``."""
 
@@ -235,7 +242,9 @@ class AuditLog:
 
     def _decide(self, request: web.Request, record: _Record) -> Verdict:
         if record.verdict is None:
-            record.user = request_user(request)
+            sender = impersonator(request)
+            record.user = sender or request_user(request)
+            record.impersonated = request_user(request) if sender is not None else None
             record.verdict = self.checker.verdict(attributes_for(record.user, record.info))
         return record.verdict
 
@@ -283,8 +292,10 @@ class AuditLog:
             "requestURI": request.path_qs,
             "verb": record.info.verb,
             "user": _user(record.user),
-            "sourceIPs": _source_ips(request),
         }
+        if record.impersonated is not None:
+            event["impersonatedUser"] = _user(record.impersonated)
+        event["sourceIPs"] = _source_ips(request)
         agent = request.headers.get("User-Agent")
         if agent:
             event["userAgent"] = agent
@@ -307,13 +318,13 @@ class AuditLog:
         event["requestReceivedTimestamp"] = record.received
         event["stageTimestamp"] = stamp or now_micro_time()
         authz = request.get(AUTHZ_DECISION)
-        if isinstance(authz, tuple) and len(authz) == 2:
+        if authz is not None:
             decision, reason = authz
             event["annotations"] = {
-                "authorization.k8s.io/decision": (
-                    "allow" if decision in (Decision.ALLOW, "allow") else "forbid"
-                ),
-                "authorization.k8s.io/reason": str(reason),
+                "authorization.k8s.io/decision": "allow"
+                if decision is Decision.ALLOW
+                else "forbid",
+                "authorization.k8s.io/reason": reason,
             }
         self.writer.write(dumps(event) + b"\n")
 
@@ -341,7 +352,7 @@ def _middleware(audit: AuditLog) -> Middleware:
 
 async def _on_response_prepare(request: web.Request, response: web.StreamResponse) -> None:
     record = request.get(_RECORD)
-    if isinstance(record, _Record):
+    if record is not None:
         response.headers["Audit-Id"] = record.audit_id
         if record.started is None and not record.written:  # streamed: the handler still runs
             request.app[AUDIT].started(request, record)

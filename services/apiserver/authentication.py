@@ -23,7 +23,16 @@ What it owns, in the order Kubernetes' union authenticator asks them:
 
 Credentials that are present but wrong (an unknown token, a token past its expiry or whose pod
 is gone) are 401 ``Unauthorized`` — never a fall back to anonymous. Every authenticated user
-also gets ``system:authenticated``. The reason a credential was refused is logged, never sent.
+also gets ``system:authenticated``. The reason a credential was refused is logged, never sent
+with the 401.
+
+``Authentication.review_token`` answers the TokenReview API with the same token authenticators:
+the user, the audiences the token is good for (Kubernetes' intersection of the asked audiences —
+default the API's — with the token's; a static token is good for the API's audiences only), or
+``InvalidCredentials`` worded as Kubernetes' ``status.error``: ``invalid bearer token`` for a
+token no authenticator knows, ``[invalid bearer token, <why>]`` for a service-account token of
+ours that no longer checks out (``service account token has expired``, ``service account token
+has been invalidated`` once its pod or Secret is gone, ...).
 
 Not here: OIDC, webhook token authentication, the request-header (front proxy) authenticator,
 bootstrap tokens.
@@ -32,13 +41,15 @@ bootstrap tokens.
 from __future__ import annotations
 
 import csv
+import json
 import logging
 import ssl
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import jwt
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 from cryptography import x509
@@ -61,8 +72,10 @@ from services.apiserver.service_account_tokens import (
 )
 
 __all__ = [
+    "AUTHENTICATION",
     "Authentication",
     "InvalidCredentials",
+    "ReviewedToken",
     "StaticTokens",
     "authenticate_requests",
     "is_secure",
@@ -74,10 +87,21 @@ SERVICE_ACCOUNTS_GROUP = "system:serviceaccounts"
 POD_NAME_EXTRA = "authentication.kubernetes.io/pod-name"
 POD_UID_EXTRA = "authentication.kubernetes.io/pod-uid"
 CREDENTIAL_ID_EXTRA = "authentication.kubernetes.io/credential-id"
+INVALID_BEARER_TOKEN = "invalid bearer token"
+"""Kubernetes' bearer-token authenticator's error when no token authenticator knows a token."""
 
 
 class InvalidCredentials(Exception):
-    """Credentials were presented and are not valid; the message is for the log only."""
+    """Credentials were presented and are not valid; the message is for the log, and for a
+    TokenReview's ``status.error`` (never for a 401's body)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewedToken:
+    """What a bearer token stands for: its user and the audiences it is good for."""
+
+    user: UserInfo
+    audiences: tuple[str, ...]
 
 
 def is_secure(request: web.Request) -> bool:
@@ -155,6 +179,8 @@ class Authentication:
     tokens: StaticTokens = field(default_factory=StaticTokens)
     service_accounts: TokenKeys | None = None
     anonymous: bool = True
+    api_audiences: tuple[str, ...] = ()
+    """The audiences a token is good for when a TokenReview names none (``--api-audiences``)."""
 
     async def authenticate(self, request: web.Request, ctx: ApiContext) -> UserInfo:
         """The user ``request`` comes from; ``InvalidCredentials`` for wrong credentials,
@@ -165,23 +191,69 @@ class Authentication:
                 return _with_authenticated(user)
         token = _bearer_token(request)
         if token is not None:
-            return _with_authenticated(await self._token_user(token, ctx))
+            reviewed = await self.review_token(token, audiences=self.api_audiences, ctx=ctx)
+            return reviewed.user
         if not self.anonymous:
             raise InvalidCredentials("no credentials, and anonymous requests are off")
         return ANONYMOUS
 
-    async def _token_user(self, token: str, ctx: ApiContext) -> UserInfo:
+    async def review_token(
+        self, token: str, *, audiences: Sequence[str], ctx: ApiContext
+    ) -> ReviewedToken:
+        """Whom ``token`` stands for when presented to ``audiences`` (empty: the API's);
+        ``InvalidCredentials`` worded as Kubernetes' TokenReview error otherwise."""
+        wanted = tuple(audiences) or self.api_audiences
         user = self.tokens.users.get(token)
         if user is not None:
-            return user
+            common = _intersection(self.api_audiences, wanted)
+            if self.api_audiences and not common:  # good for the API only
+                raise InvalidCredentials(INVALID_BEARER_TOKEN)
+            return ReviewedToken(_with_authenticated(user), common)
         if self.service_accounts is None or token.count(".") != 2:
-            raise InvalidCredentials("unknown bearer token")
-        now = ctx.clock()
+            raise InvalidCredentials(INVALID_BEARER_TOKEN)
+        keys = replace(self.service_accounts, audiences=wanted)
         try:
-            claims = self.service_accounts.decode(token, now=now)
+            claims = keys.decode(token, now=ctx.clock())
         except InvalidToken as exc:
-            raise InvalidCredentials(f"service-account token: {exc}") from None
-        return await _service_account_user(claims, ctx)
+            raise InvalidCredentials(_token_error(exc, token, wanted)) from None
+        try:
+            user = await _service_account_user(claims, ctx)
+        except InvalidCredentials as exc:
+            raise InvalidCredentials(f"[{INVALID_BEARER_TOKEN}, {exc}]") from None
+        return ReviewedToken(_with_authenticated(user), _intersection(_claimed(claims), wanted))
+
+
+def _intersection(have: Sequence[str], wanted: Sequence[str]) -> tuple[str, ...]:
+    return tuple(a for a in have if a in wanted)
+
+
+def _claimed(claims: Mapping[str, Any]) -> tuple[str, ...]:
+    aud = claims.get("aud")
+    return (aud,) if isinstance(aud, str) else tuple(str(a) for a in aud or ())
+
+
+def _token_error(exc: InvalidToken, token: str, wanted: Sequence[str]) -> str:
+    """Kubernetes' words for a JWT that did not check out. One from another issuer or with a
+    signature none of our keys makes is not a service-account token of ours at all."""
+    if isinstance(exc, jwt.ExpiredSignatureError):
+        why = "service account token has expired"
+    elif isinstance(exc, jwt.ImmatureSignatureError):
+        why = "service account token is not valid yet"
+    elif isinstance(exc, jwt.InvalidAudienceError):
+        # Only the message reads the unverified claims; the token is refused either way.
+        unverified = jwt.decode(token, options={"verify_signature": False})
+        why = (
+            f"token audiences {_go_quoted(_claimed(unverified))} is invalid for the target "
+            f"audiences {_go_quoted(wanted)}"
+        )
+    else:
+        return INVALID_BEARER_TOKEN
+    return f"[{INVALID_BEARER_TOKEN}, {why}]"
+
+
+def _go_quoted(values: Sequence[str]) -> str:
+    """A list of strings as Go's ``%q`` prints a ``[]string``: ``["a" "b"]``."""
+    return "[" + " ".join(json.dumps(v) for v in values) + "]"
 
 
 def _with_authenticated(user: UserInfo) -> UserInfo:
@@ -203,12 +275,16 @@ async def _still_there(ctx: ApiContext, plural: str, namespace: str, ref: tuple[
     name, uid = ref
     obj = await ctx.storage(ctx.resource("", plural)).get_or_none(namespace, name)
     if obj is None:
-        raise InvalidCredentials(f"{plural} {namespace}/{name} the token is bound to is gone")
+        if plural == "serviceaccounts":
+            raise InvalidCredentials(f'serviceaccounts "{name}" not found')
+        raise InvalidCredentials("service account token has been invalidated")
     actual = obj["metadata"].get("uid", "")
     if uid and actual != uid:
-        raise InvalidCredentials(
-            f"{plural} {namespace}/{name}: uid ({actual}) does not match the claim ({uid})"
+        claim = {"serviceaccounts": "claim", "pods": "service account pod ref claim"}.get(
+            plural, "service account secret ref claim"
         )
+        what = {"serviceaccounts": "service account", "pods": "pod"}.get(plural, "secret")
+        raise InvalidCredentials(f"{what} UID ({actual}) does not match {claim} ({uid})")
 
 
 async def _service_account_user(claims: Mapping[str, Any], ctx: ApiContext) -> UserInfo:
@@ -238,6 +314,10 @@ async def _service_account_user(claims: Mapping[str, Any], ctx: ApiContext) -> U
         groups=(SERVICE_ACCOUNTS_GROUP, f"{SERVICE_ACCOUNTS_GROUP}:{namespace}"),
         extra=extra,
     )
+
+
+AUTHENTICATION: web.AppKey[Authentication] = web.AppKey("authentication", Authentication)
+"""The app's authenticators, for what asks them directly (the TokenReview API)."""
 
 
 def authenticate_requests(authentication: Authentication) -> Middleware:

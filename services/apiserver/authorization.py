@@ -15,7 +15,9 @@ The first ALLOW wins; a request nobody allows is refused, the authorizers' reaso
 What it owns: ``AUTHORIZER`` (the chain, on the app), ``authorize_requests`` (the middleware:
 impersonation first, then the request's own check; the 403 is ``forbidden``'s) and
 ``REQUEST_INFO`` (what the request asks for, ``request_info``, kept on the
-request for the audit log).
+request for the audit log). The last decision taken for a request — its own, or the
+impersonation check that refused it — is left at ``request[audit.AUTHZ_DECISION]`` as
+``(Decision, reason)``: the audit log's ``authorization.k8s.io/decision`` and ``/reason``.
 
 Limits: no Node authorizer yet (a kubelet is authorized by RBAC alone: the ``system:node``
 ClusterRole bound to the group ``system:nodes``), no webhook authorizer.
@@ -29,6 +31,7 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 
 from api.rbac import GROUP
+from services.apiserver.audit import AUTHZ_DECISION
 from services.apiserver.context import ApiContext
 from services.apiserver.forbidden import forbidden
 from services.apiserver.identity import (
@@ -80,10 +83,23 @@ REQUEST_INFO: web.RequestKey[RequestInfo] = web.RequestKey("request_info", Reque
 """Set on each request (``request[REQUEST_INFO]``) by the middleware."""
 
 
+class _Recorded:
+    """``authorizer``, each decision left on ``request`` for the audit log."""
+
+    def __init__(self, authorizer: Authorizer, request: web.Request) -> None:
+        self.authorizer = authorizer
+        self.request = request
+
+    async def authorize(self, attrs: RequestAttributes) -> tuple[Decision, str]:
+        decision, reason = await self.authorizer.authorize(attrs)
+        self.request[AUTHZ_DECISION] = (decision, reason)
+        return decision, reason
+
+
 @web.middleware
 async def authorize_requests(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Impersonation (if asked for), then the request itself; 403 unless allowed."""
-    authorizer = request.app[AUTHORIZER]
+    authorizer = _Recorded(request.app[AUTHORIZER], request)
     user = await impersonate(request, request_user(request), authorizer=authorizer)
     set_request_user(request, user)
     info = request_info(request.method, request.path, request.query)

@@ -15,22 +15,28 @@ Why: Kubernetes serves six kinds that are never stored — a POST returns the ob
 Creating one is itself authorized first (``create`` on ``selfsubjectaccessreviews`` ...; the
 bootstrap policy grants the self-reviews to every authenticated user).
 
-Limits: a review's answer is the authorizer's at that moment; ``TokenReview`` answers
-``authenticated: false`` with an error until the apiserver has token authenticators
-(``TOKEN_REVIEWER`` on the app).
+A ``TokenReview`` asks the secure port's own token authenticators (``AUTHENTICATION`` on the
+app, ``Authentication.review_token``): ``status.user`` as a request with that token would be
+(``system:authenticated`` included; a service-account token's pod name, pod uid and
+credential id in ``extra``), ``status.audiences`` the audiences it is good for, or
+``authenticated: false`` with Kubernetes' ``status.error``. As in Kubernetes, a review without
+a token is 400 and the review asks the token authenticators only (no client certificates).
+
+Limits: a review's answer is the authorizer's (or the authenticator's) at that moment.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
 
-from api.errors import Invalid
-from api.validation import invalid, required
+from api.errors import BadRequest, Invalid
+from api.validation import invalid
+from services.apiserver.authentication import AUTHENTICATION, InvalidCredentials
 from services.apiserver.authorization import AUTHORIZER, RBAC
 from services.apiserver.codec import json_response
+from services.apiserver.context import CONTEXT
 from services.apiserver.identity import (
     Decision,
     RequestAttributes,
@@ -38,17 +44,11 @@ from services.apiserver.identity import (
     request_user,
 )
 
-__all__ = ["REVIEW_GROUPS", "TOKEN_REVIEWER", "TokenReviewer", "create_review"]
+__all__ = ["REVIEW_GROUPS", "create_review"]
 
 Obj = dict[str, Any]
 
 REVIEW_GROUPS = ("authorization.k8s.io", "authentication.k8s.io")
-
-TokenReviewer = Callable[[str, list[str]], Awaitable[UserInfo]]
-"""A bearer token (and the audiences asked for) -> its user; raises ``ValueError`` (the
-message is the review's ``status.error``) for a token that authenticates no one."""
-
-TOKEN_REVIEWER: web.AppKey[TokenReviewer] = web.AppKey("token_reviewer")
 
 
 def _user_info(user: UserInfo) -> Obj:
@@ -170,21 +170,20 @@ async def _token_review(request: web.Request, body: Obj) -> Obj:
     spec = body.get("spec") or {}
     token = str(spec.get("token") or "")
     if not token:
-        raise Invalid.of("TokenReview", "", [required("spec.token")], group="authentication.k8s.io")
-    audiences = list(spec.get("audiences") or [])
-    reviewer = request.app.get(TOKEN_REVIEWER)
+        raise BadRequest("token is required for TokenReview in authentication")
+    audiences = [str(a) for a in spec.get("audiences") or []]
+    authentication = request.app[AUTHENTICATION]
     status: Obj
-    if reviewer is None:
-        status = {"authenticated": False, "error": "this apiserver has no token authenticators"}
+    try:
+        reviewed = await authentication.review_token(
+            token, audiences=audiences, ctx=request.app[CONTEXT]
+        )
+    except InvalidCredentials as exc:
+        status = {"authenticated": False, "user": {}, "error": str(exc)}
     else:
-        try:
-            user = await reviewer(token, audiences)
-        except ValueError as exc:
-            status = {"authenticated": False, "error": str(exc)}
-        else:
-            status = {"authenticated": True, "user": _user_info(user)}
-            if audiences:
-                status["audiences"] = audiences
+        status = {"authenticated": True, "user": _user_info(reviewed.user)}
+        if reviewed.audiences:
+            status["audiences"] = list(reviewed.audiences)
     return {**body, "status": status}
 
 
