@@ -159,7 +159,8 @@ class _Record:
 
 
 def _user(user: UserInfo) -> dict[str, Any]:
-    out: dict[str, Any] = {"username": user.name}
+    """Kubernetes' ``UserInfo`` JSON; ``{}`` for a request nobody was authenticated for."""
+    out: dict[str, Any] = {"username": user.name} if user.name else {}
     if user.uid:
         out["uid"] = user.uid
     if user.groups:

@@ -73,6 +73,7 @@ from services.apiserver.service_account_tokens import (
 
 __all__ = [
     "AUTHENTICATION",
+    "NOBODY",
     "Authentication",
     "InvalidCredentials",
     "ReviewedToken",
@@ -87,6 +88,9 @@ SERVICE_ACCOUNTS_GROUP = "system:serviceaccounts"
 POD_NAME_EXTRA = "authentication.kubernetes.io/pod-name"
 POD_UID_EXTRA = "authentication.kubernetes.io/pod-uid"
 CREDENTIAL_ID_EXTRA = "authentication.kubernetes.io/credential-id"
+NOBODY = UserInfo(name="")
+"""The user of a request refused with 401: no one (the audit log writes ``"user": {}``, as
+Kubernetes' failed-authentication audit does) — never the insecure port's superuser."""
 INVALID_BEARER_TOKEN = "invalid bearer token"
 """Kubernetes' bearer-token authenticator's error when no token authenticator knows a token."""
 
@@ -183,8 +187,8 @@ class Authentication:
     """The audiences a token is good for when a TokenReview names none (``--api-audiences``)."""
 
     async def authenticate(self, request: web.Request, ctx: ApiContext) -> UserInfo:
-        """The user ``request`` comes from; ``InvalidCredentials`` for wrong credentials,
-        ``Unauthorized`` when there are none and anonymous requests are off."""
+        """The user ``request`` comes from; ``InvalidCredentials`` for wrong credentials, and
+        for none when anonymous requests are off."""
         if self.client_certificates:
             user = _certificate_user(request)
             if user is not None:
@@ -332,6 +336,7 @@ def authenticate_requests(authentication: Authentication) -> Middleware:
             user = await authentication.authenticate(request, request.app[CONTEXT])
         except InvalidCredentials as exc:
             log.info("401 for %s %s: %s", request.method, request.path, exc)
+            set_request_user(request, NOBODY)
             raise Unauthorized("Unauthorized") from None
         set_request_user(request, user)
         return await handler(request)
