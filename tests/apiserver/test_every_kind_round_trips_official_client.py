@@ -311,7 +311,8 @@ SAMPLES: dict[tuple[str, str], Sample] = {
 }
 
 # Subresources that answer with no typed object (they stream or proxy to a kubelet).
-UNTYPED_SUBRESOURCES = {"log", "exec"}
+UNTYPED_SUBRESOURCES = {"log", "exec", "portforward"}
+"""Streams (logs, exec and port-forward sessions): no model of the client describes them."""
 
 
 # -- helpers -----------------------------------------------------------------------------------
