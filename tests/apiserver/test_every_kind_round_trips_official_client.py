@@ -6,8 +6,10 @@ is required in its models, and a response without it raises instead of returning
 So for **every kind in the registry** — iterated, so a kind added later is covered, and a kind
 without a sample below fails loudly — these tests create a sample through the real apiserver and
 read the answers of create, get, list, the Table rows' objects, watch events, patch, update,
-delete and each subresource (status, scale, binding, eviction, finalize) with the client's own
-``ApiClient().deserialize``, as ``read_namespaced_replica_set`` and friends would.
+delete and each subresource (status, scale, binding, eviction, finalize, a ServiceAccount's
+token) with the client's own ``ApiClient().deserialize``, as ``read_namespaced_replica_set`` and
+friends would. The create-only kinds (Binding, the access, rules, token and self-subject
+reviews) are never stored: their create answer is all there is to read.
 
 Objects stored before the server wrote those fields (older data) must read right too: the last
 tests put such objects straight into the store and read them back through every read path.
@@ -19,16 +21,18 @@ import asyncio
 import copy
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes import client as k8s
 
 from api.registry import REGISTRY, ResourceType
+from component import pki
 from services.apiserver.storage import encode
 from services.kubelet.pod_status import ContainerView, container_status
 from services.kubelet.runtime.base import ContainerRecord
-from tests.apiserver.conftest import Api, EventReader
+from tests.apiserver.conftest import Api, EventReader, MakeApi
 
 Obj = dict[str, Any]
 
@@ -36,11 +40,34 @@ CLIENT = k8s.ApiClient()
 NS = "default"
 NAME = "sample"
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
+TOKEN = "round-trip-token"
+"""A ``--token-auth-file`` token of alice's, for the TokenReview sample to ask about."""
 
 TEMPLATE: Obj = {
     "metadata": {"labels": {"app": "web"}},
     "spec": {"containers": [{"name": "main", "image": "nginx"}]},
 }
+
+
+@pytest.fixture(scope="module")
+def credentials(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A service-account signing key and a token file, made once for the module."""
+    directory = tmp_path_factory.mktemp("credentials")
+    tokens = directory / "tokens.csv"
+    tokens.write_text(f'{TOKEN},alice,uid-1,"devs"\n')
+    return pki.ensure_signing_key(directory).key, tokens
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+async def api(
+    request: pytest.FixtureRequest, make_api: MakeApi, credentials: tuple[Path, Path]
+) -> Api:
+    """The conftest's ``api`` with what the token subresource and TokenReview need: a key to
+    sign TokenRequest tokens with and a static token to review."""
+    signing_key, tokens = credentials
+    return await make_api(
+        request.param, service_account_signing_key_file=signing_key, token_auth_file=tokens
+    )
 
 
 @dataclass(frozen=True)
@@ -308,6 +335,140 @@ SAMPLES: dict[tuple[str, str], Sample] = {
             "spec": {"maxUnavailable": "25%", "selector": {"matchLabels": {"app": "web"}}},
         }
     ),
+    ("", "Endpoints"): Sample(
+        {
+            "apiVersion": "v1",
+            "kind": "Endpoints",
+            "metadata": {"name": NAME},
+            "subsets": [
+                {
+                    "addresses": [
+                        {
+                            "ip": "10.0.0.1",
+                            "nodeName": "node1",
+                            "targetRef": {"kind": "Pod", "namespace": NS, "name": "web-1"},
+                        }
+                    ],
+                    "notReadyAddresses": [{"ip": "10.0.0.2"}],
+                    "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
+                }
+            ],
+        }
+    ),
+    ("discovery.k8s.io", "EndpointSlice"): Sample(
+        {
+            "apiVersion": "discovery.k8s.io/v1",
+            "kind": "EndpointSlice",
+            "metadata": {"name": NAME, "labels": {"kubernetes.io/service-name": "web"}},
+            "addressType": "IPv4",
+            "endpoints": [
+                {
+                    "addresses": ["10.0.0.1"],
+                    "conditions": {"ready": True, "serving": True, "terminating": False},
+                    "nodeName": "node1",
+                    "targetRef": {"kind": "Pod", "namespace": NS, "name": "web-1"},
+                }
+            ],
+            "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
+        }
+    ),
+    ("rbac.authorization.k8s.io", "Role"): Sample(
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": {"name": NAME},
+            "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}],
+        }
+    ),
+    ("rbac.authorization.k8s.io", "RoleBinding"): Sample(
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": NAME},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": NAME},
+            "subjects": [
+                {"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "alice"},
+                {"kind": "ServiceAccount", "namespace": NS, "name": "robot"},
+            ],
+        }
+    ),
+    ("rbac.authorization.k8s.io", "ClusterRole"): Sample(
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": NAME},
+            "rules": [
+                {"apiGroups": ["apps"], "resources": ["deployments/scale"], "verbs": ["update"]},
+                {"nonResourceURLs": ["/healthz"], "verbs": ["get"]},
+            ],
+        }
+    ),
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"): Sample(
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": NAME},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": "view",
+            },
+            "subjects": [
+                {"kind": "Group", "apiGroup": "rbac.authorization.k8s.io", "name": "devs"}
+            ],
+        }
+    ),
+    # the reviews are answered on create and never stored: the answer is all there is to read
+    ("authorization.k8s.io", "SubjectAccessReview"): Sample(
+        {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SubjectAccessReview",
+            "metadata": {},
+            "spec": {
+                "user": "alice",
+                "groups": ["devs"],
+                "resourceAttributes": {"namespace": NS, "verb": "get", "resource": "pods"},
+            },
+        }
+    ),
+    ("authorization.k8s.io", "SelfSubjectAccessReview"): Sample(
+        {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SelfSubjectAccessReview",
+            "metadata": {},
+            "spec": {"nonResourceAttributes": {"path": "/healthz", "verb": "get"}},
+        }
+    ),
+    ("authorization.k8s.io", "LocalSubjectAccessReview"): Sample(
+        {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "LocalSubjectAccessReview",
+            "metadata": {"namespace": NS},
+            "spec": {
+                "user": "alice",
+                "resourceAttributes": {"namespace": NS, "verb": "list", "resource": "secrets"},
+            },
+        }
+    ),
+    ("authorization.k8s.io", "SelfSubjectRulesReview"): Sample(
+        {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SelfSubjectRulesReview",
+            "metadata": {},
+            "spec": {"namespace": NS},
+        }
+    ),
+    ("authentication.k8s.io", "TokenReview"): Sample(
+        {
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenReview",
+            "metadata": {},
+            "spec": {"token": TOKEN},
+        }
+    ),
+    ("authentication.k8s.io", "SelfSubjectReview"): Sample(
+        {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview", "metadata": {}}
+    ),
 }
 
 # Subresources that answer with no typed object (they stream or proxy to a kubelet).
@@ -390,16 +551,16 @@ async def test_every_answer_reads_as_the_official_model(api: Api, rt: ResourceTy
     model = model_name(rt.group, rt.version, rt.kind)
     collection = collection_of(rt)
     body = copy.deepcopy(sample.body)
-    name = body["metadata"]["name"]
-    item = f"{collection}/{name}"
     for path, setup_body in sample.setup:
         await api.ok("POST", path, setup_body)
 
     created = await api.ok("POST", collection, body)
     read(created, sample.create_answers or model)
     if "get" not in rt.verbs:
-        return  # a create-only kind (Binding) has nothing else to read
+        return  # a create-only kind (Binding, the reviews) has nothing else to read
 
+    name = body["metadata"]["name"]
+    item = f"{collection}/{name}"
     read(await api.ok("GET", item), model)
     listed = await api.ok("GET", collection)
     read(listed, f"{model}List")
@@ -477,6 +638,14 @@ async def check_subresource(api: Api, rt: ResourceType, sub: str, item: str, mod
     elif sub == "finalize":
         current = await api.ok("GET", item)
         read(await api.ok("PUT", path, current), model)
+    elif sub == "token":
+        request = {
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenRequest",
+            "spec": {"audiences": ["round-trip"], "expirationSeconds": 3600},
+        }
+        answer = read(await api.ok("POST", path, request), "AuthenticationV1TokenRequest")
+        assert answer.spec.audiences == ["round-trip"] and answer.status.token, answer
     elif sub not in UNTYPED_SUBRESOURCES:
         pytest.fail(
             f"{rt.kind} serves the subresource {sub!r}, which this test does not check yet: "
