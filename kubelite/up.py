@@ -78,7 +78,17 @@ from component.flags import add_log_flags, duration, port, port_or_off
 from component.ready import Listening, Ready, parse_line
 from kubelite import cluster_pki, commands
 
-__all__ = ["Child", "Options", "Supervisor", "build_parser", "main", "parse_options", "plan"]
+__all__ = [
+    "STOP_ORDER",
+    "Child",
+    "Options",
+    "Supervisor",
+    "build_parser",
+    "ensure_pki",
+    "main",
+    "parse_options",
+    "plan",
+]
 
 COLOURS = ("36", "33", "35", "32", "34", "31", "96", "93", "95", "92")
 
@@ -86,6 +96,13 @@ COLOURS = ("36", "33", "35", "32", "34", "31", "96", "93", "95", "92")
 RESTART_INITIAL = 1.0
 RESTART_MAX = 30.0
 RESTART_RESET_AFTER = 60.0
+STOP_ORDER = (
+    ("kubelet",),
+    ("controller-manager", "scheduler", "proxy", "dns"),
+    ("apiserver",),
+)
+"""How ``up`` stops: kubelets first (they stop their pods), then the controllers, the proxy
+and the DNS, then the apiserver they all talk to."""
 USAGE_ERROR = EXIT_USAGE
 """argparse's exit code: a child exiting with it right after starting has a bad command line."""
 CANNOT_LISTEN = EXIT_CANNOT_LISTEN
@@ -380,6 +397,17 @@ def node_pod_cidrs(cidr: str, count: int) -> list[str]:
         raise ValueError(f"{cidr} is too small for {count} node(s)")
     blocks = network.subnets(prefixlen_diff=bits) if bits else iter([network])
     return [str(block) for _, block in zip(range(count), blocks, strict=False)]
+
+
+def ensure_pki(opts: Options) -> cluster_pki.ClusterPki:
+    """The cluster's CA, certificates and service-account key that ``plan``'s command lines
+    name, made where missing (``kubelite up`` calls it before the first child starts)."""
+    return cluster_pki.ensure_cluster_pki(
+        opts.state_dir,
+        nodes=node_names(opts.nodes),
+        service_cidr=cluster_service_cidr(opts.state_dir),
+        bind_address=opts.bind_address,
+    )
 
 
 def plan(opts: Options) -> list[Child]:
@@ -744,13 +772,7 @@ class Supervisor:
         cluster_pki.write_kubeconfigs(opts.state_dir, self._pki(), server=opts.secure_server)
 
     def _pki(self) -> cluster_pki.ClusterPki:
-        opts = self.opts
-        return cluster_pki.ensure_cluster_pki(
-            opts.state_dir,
-            nodes=node_names(opts.nodes),
-            service_cidr=cluster_service_cidr(opts.state_dir),
-            bind_address=opts.bind_address,
-        )
+        return ensure_pki(self.opts)
 
     def _learn_apiserver_port(self, apiserver: Child) -> None:
         """With ``--port 0`` or ``--secure-port 0``: from now on, everyone (a restarted
@@ -781,17 +803,8 @@ class Supervisor:
     async def _stop(self) -> None:
         """Stop kubelets first (they stop their pods), then controllers, then the apiserver."""
         self._stopping.set()
-        order = [
-            [c for c in self.children if c.kind == "kubelet"],
-            [
-                c
-                for c in self.children
-                if c.kind in ("controller-manager", "scheduler", "proxy", "dns")
-            ],
-            [c for c in self.children if c.kind == "apiserver"],
-        ]
-        for group in order:
-            await asyncio.gather(*(self._stop_child(c) for c in group))
+        for kinds in STOP_ORDER:
+            await asyncio.gather(*(self._stop_child(c) for c in self.children if c.kind in kinds))
 
     async def _stop_child(self, child: Child) -> None:
         child.stopping = True

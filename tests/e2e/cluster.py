@@ -50,7 +50,7 @@ from client.informer import Informer
 from client.rest import ApiClient
 from kubelite.testing import ComponentProcess
 from kubelite.testing.waiting import Changes, apoll_until
-from kubelite.up import Options, node_names, plan
+from kubelite.up import STOP_ORDER, Options, ensure_pki, node_names, plan
 
 __all__ = [
     "Cluster",
@@ -237,6 +237,8 @@ class Cluster(ClusterView):
             scheduler_port=0,
             controller_manager_port=0,
             proxy_port=0,
+            dns_health_port=0,
+            secure_port=0,
             pod_cidr=self.pod_cidr,
             colour=False,
             log_level="info",
@@ -284,6 +286,7 @@ class Cluster(ClusterView):
 
     async def start_all(self) -> None:
         """The apiserver, then everything else; returns once every node is Ready."""
+        await asyncio.to_thread(ensure_pki, self.options)
         await self.start("apiserver")
         ClusterView.__init__(self, f"http://127.0.0.1:{self.port}")
         self.viewing = True
@@ -300,8 +303,7 @@ class Cluster(ClusterView):
         try:
             if self.viewing:
                 await self.close()
-            groups = [["kubelet"], ["controller-manager", "scheduler", "proxy"], ["apiserver"]]
-            for kinds in groups:
+            for kinds in STOP_ORDER:
                 await asyncio.gather(
                     *(
                         c.astop(grace=STOP_GRACE)

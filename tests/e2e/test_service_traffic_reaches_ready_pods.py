@@ -165,6 +165,18 @@ async def test_service_addresses_reach_ready_pods_and_follow_changes(
             ingress = ((svc.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
             return ingress[0].get("ip") if ingress else None
 
+        # from inside another pod, by the Service's cluster DNS name, as a user would
+        client_pod = pod("client", container("client", "busybox", command=["sleep", "3600"]))
+        client_pod["spec"]["terminationGracePeriodSeconds"] = 1
+        await c.client.create(PODS, client_pod, namespace="default")
+        await c.until(lambda: running(c.pod("client")), within=60, what="the client pod running")
+        inside = await run(
+            "exec", "client", "--", "wget", "-qO-", "http://web.default.svc.cluster.local/who.html"
+        )
+        assert inside.strip() in names, inside
+        short = await run("exec", "client", "--", "wget", "-qO-", "http://web/who.html")
+        assert short.strip() in names, short  # the search path of the pod's resolv.conf
+
         lb_ip = await apoll_until(ingress_ip, what="a LoadBalancer ingress IP", within=30)
         await Traffic(session, f"http://{lb_ip}/who.html").settles_on(names)
 
