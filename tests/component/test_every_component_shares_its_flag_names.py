@@ -32,6 +32,8 @@ SHARED = {
     "scheduler": EVERYWHERE + CLIENTS + HEALTH + LEADERS,
     "controller-manager": EVERYWHERE + CLIENTS + HEALTH + LEADERS,
     "kubelet": EVERYWHERE + CLIENTS + HEALTH,
+    "proxy": EVERYWHERE + CLIENTS + HEALTH,
+    "dns": EVERYWHERE + CLIENTS + HEALTH,
 }
 
 
