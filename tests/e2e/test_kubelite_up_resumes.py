@@ -148,7 +148,7 @@ async def test_ctrl_c_then_up_again_resumes_objects_and_running_pods(tmp_path: P
             sys.executable, "-m", "kubelite", "up",
             "--state-dir", str(state), "--port", str(port), "--kubelet-port", "0",
             "--scheduler-port", "0", "--controller-manager-port", "0", "--proxy-port", "0",
-            "--dns-health-port", "0",
+            "--dns-health-port", "0", "--secure-port", "0",
             "--pod-cidr", cidr,
             "--no-color",
         ]  # fmt: skip
@@ -168,7 +168,9 @@ async def test_ctrl_c_then_up_again_resumes_objects_and_running_pods(tmp_path: P
         ][:5]
         assert any(f"API at http://127.0.0.1:{port}" in line for line in first.lines)
         kubeconfig = yaml.safe_load((state / "kubeconfig").read_text())
-        assert kubeconfig["clusters"][0]["cluster"]["server"] == f"http://127.0.0.1:{port}"
+        # the user's kubeconfig names the secure port, with the admin's client certificate
+        assert kubeconfig["clusters"][0]["cluster"]["server"].startswith("https://127.0.0.1:")
+        assert kubeconfig["users"][0]["user"]["client-certificate"]
 
         view = ClusterView(f"http://127.0.0.1:{port}")
         await view.watch()

@@ -146,6 +146,7 @@ async def test_installed_kubelite_up_runs_nodes_and_a_pod_that_answers(
         str(installed / "bin" / "kubelite"), "up",
         "--state-dir", str(state), "--port", "0", "--kubelet-port", "0",
         "--scheduler-port", "0", "--controller-manager-port", "0", "--proxy-port", "0",
+        "--dns-health-port", "0", "--secure-port", "0",
         "--pod-cidr", cidr,
         "--no-color",
     ]  # fmt: skip
