@@ -40,7 +40,6 @@ from client.cache import NAMESPACE_INDEX
 from client.controller import Controller
 from client.rest import ApiClient
 from client.workqueue import WorkQueue
-from services.controller_manager.controller_ref import new_controller_ref
 from services.controller_manager.endpoint_pods import (
     address_type,
     find_port,
@@ -57,7 +56,9 @@ from services.controller_manager.endpointslice_reconcile import (
     Group,
     SlicePlan,
     SliceWriter,
-    plan_slices,
+    managed_slices,
+    plan_owned_slices,
+    slice_owner_key,
 )
 from services.controller_manager.informers import SharedInformers
 
@@ -162,17 +163,9 @@ class EndpointSliceController:
             self.queue.add(key)
 
     def _slice_changed(self, es: Obj) -> None:
-        labels = _meta(es).get("labels") or {}
-        if labels.get(LABEL_MANAGED_BY) == CONTROLLER_NAME and labels.get(LABEL_SERVICE_NAME):
-            self.queue.add(f"{_meta(es).get('namespace')}/{labels[LABEL_SERVICE_NAME]}")
-
-    def _managed(self, svc_namespace: str, svc_name: str) -> list[Obj]:
-        return [
-            es
-            for es in self.slices.by_index(NAMESPACE_INDEX, svc_namespace)
-            if (_meta(es).get("labels") or {}).get(LABEL_SERVICE_NAME) == svc_name
-            and (_meta(es).get("labels") or {}).get(LABEL_MANAGED_BY) == CONTROLLER_NAME
-        ]
+        key = slice_owner_key(es, managed_by=CONTROLLER_NAME)
+        if key is not None:
+            self.queue.add(key)
 
     def _endpoint(self, svc: Obj, pod: Obj) -> Obj:
         serving, terminating = is_ready(pod), is_terminating(pod)
@@ -221,42 +214,22 @@ class EndpointSliceController:
         spec = svc.get("spec") or {}
         if spec.get("type") != "ExternalName" and service_selector(svc) is None:
             return None  # no selector: endpoints come from a hand-written Endpoints (mirrored)
-        uid = _meta(svc).get("uid")
-        existing: list[Obj] = []
-        foreign: list[Obj] = []  # left by an earlier Service of this name
-        for es in self._managed(namespace, name):
-            owners = _meta(es).get("ownerReferences") or []
-            (existing if any(o.get("uid") == uid for o in owners) else foreign).append(es)
-        labels = _labels(svc)
+        managed = managed_slices(
+            self.slices.by_index(NAMESPACE_INDEX, namespace),
+            service_name=name,
+            managed_by=CONTROLLER_NAME,
+        )
         if spec.get("type") == "ExternalName":
-            plan = SlicePlan(delete=existing)
+            plan = SlicePlan(delete=managed)
         else:
-
-            def new_slice(group: Group) -> Obj:
-                body: Obj = {
-                    "apiVersion": "discovery.k8s.io/v1",
-                    "kind": "EndpointSlice",
-                    "metadata": {
-                        "generateName": f"{name}-",
-                        "namespace": namespace,
-                        "labels": labels,
-                        "ownerReferences": [new_controller_ref(svc, self.services_rt)],
-                    },
-                    "addressType": group.address_type,
-                    "endpoints": group.endpoints,
-                }
-                if group.ports:
-                    body["ports"] = group.ports
-                return body
-
-            plan = plan_slices(
-                existing=existing,
+            plan = plan_owned_slices(
+                owner=svc,
+                owner_rt=self.services_rt,
+                managed=managed,
                 desired=self.desired(svc),
-                labels=labels,
-                new_slice=new_slice,
+                labels=_labels(svc),
                 max_per_slice=self.max_per_slice,
             )
-        plan.delete += foreign
         if plan:
             await self.writer.apply(key, namespace, plan)
         return None

@@ -33,14 +33,15 @@ from client.cache import NAMESPACE_INDEX
 from client.controller import Controller
 from client.rest import ApiClient
 from client.workqueue import WorkQueue
-from services.controller_manager.controller_ref import new_controller_ref
 from services.controller_manager.endpoint_pods import address_type, service_selector
 from services.controller_manager.endpointslice_reconcile import (
     ENDPOINT_SLICES,
     Group,
     SlicePlan,
     SliceWriter,
-    plan_slices,
+    managed_slices,
+    plan_owned_slices,
+    slice_owner_key,
 )
 from services.controller_manager.informers import SharedInformers
 
@@ -128,9 +129,9 @@ class EndpointSliceMirroringController:
         self.queue.add(f"{_meta(obj).get('namespace')}/{_meta(obj).get('name')}")
 
     def _slice_changed(self, es: Obj) -> None:
-        labels = _meta(es).get("labels") or {}
-        if labels.get(LABEL_MANAGED_BY) == CONTROLLER_NAME and labels.get(LABEL_SERVICE_NAME):
-            self.queue.add(f"{_meta(es).get('namespace')}/{labels[LABEL_SERVICE_NAME]}")
+        key = slice_owner_key(es, managed_by=CONTROLLER_NAME)
+        if key is not None:
+            self.queue.add(key)
 
     def _should_mirror(self, ep: Obj | None, svc: Obj | None) -> bool:
         if ep is None or svc is None or service_selector(svc) is not None:
@@ -144,53 +145,27 @@ class EndpointSliceMirroringController:
         if not self.writer.observed(key, self.slices):
             return STALE_CACHE_RECHECK
         ep, svc = self.endpoints.get(key), self.services.get(key)
-        mirrored = [
-            es
-            for es in self.slices.by_index(NAMESPACE_INDEX, namespace)
-            if (_meta(es).get("labels") or {}).get(LABEL_SERVICE_NAME) == name
-            and (_meta(es).get("labels") or {}).get(LABEL_MANAGED_BY) == CONTROLLER_NAME
-        ]
+        mirrored = managed_slices(
+            self.slices.by_index(NAMESPACE_INDEX, namespace),
+            service_name=name,
+            managed_by=CONTROLLER_NAME,
+        )
         if ep is None or not self._should_mirror(ep, svc):
             if mirrored:
                 await self.writer.apply(key, namespace, SlicePlan(delete=mirrored))
             return None
-        uid = _meta(ep).get("uid")
-        existing: list[Obj] = []
-        foreign: list[Obj] = []
-        for es in mirrored:
-            owners = _meta(es).get("ownerReferences") or []
-            (existing if any(o.get("uid") == uid for o in owners) else foreign).append(es)
-        labels = {
-            **(_meta(ep).get("labels") or {}),
-            LABEL_SERVICE_NAME: name,
-            LABEL_MANAGED_BY: CONTROLLER_NAME,
-        }
-
-        def new_slice(group: Group) -> Obj:
-            body: Obj = {
-                "apiVersion": "discovery.k8s.io/v1",
-                "kind": "EndpointSlice",
-                "metadata": {
-                    "generateName": f"{name}-",
-                    "namespace": namespace,
-                    "labels": labels,
-                    "ownerReferences": [new_controller_ref(ep, self.endpoints_rt)],
-                },
-                "addressType": group.address_type,
-                "endpoints": group.endpoints,
-            }
-            if group.ports:
-                body["ports"] = group.ports
-            return body
-
-        plan = plan_slices(
-            existing=existing,
+        plan = plan_owned_slices(
+            owner=ep,
+            owner_rt=self.endpoints_rt,
+            managed=mirrored,
             desired=mirrored_groups(ep),
-            labels=labels,
-            new_slice=new_slice,
+            labels={
+                **(_meta(ep).get("labels") or {}),
+                LABEL_SERVICE_NAME: name,
+                LABEL_MANAGED_BY: CONTROLLER_NAME,
+            },
             max_per_slice=MAX_ENDPOINTS_PER_SLICE,
         )
-        plan.delete += foreign
         if plan:
             await self.writer.apply(key, namespace, plan)
         return None

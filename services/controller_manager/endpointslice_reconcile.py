@@ -12,6 +12,11 @@ sent to every proxy and DNS server in the cluster. So:
   room, and only then into new slices of at most ``max_per_slice``. Slices left empty, or with
   a port list no longer wanted, are deleted. With nothing desired at all, one slice without
   endpoints or ports is kept (Kubernetes' placeholder), so a Service always has a slice.
+* ``managed_slices(...)``, ``plan_owned_slices(...)`` and ``slice_owner_key(...)``: the steps both
+  controllers take around it — pick the slices one controller manages for a Service name, plan
+  those the owner object still owns towards the desired groups (new slices named
+  ``<owner>-<random>`` and owned by it) while deleting those an earlier object of that name left,
+  and map a changed slice back to the key to requeue.
 * ``SliceWriter`` applies a plan (create with ``generateName: <owner>-``, update as a
   compare-and-swap on the cached resourceVersion, delete with a uid precondition) and remembers
   what it wrote per owner, so ``observed(owner, cache)`` can tell a sync not to trust a cache
@@ -26,15 +31,27 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from api.discovery import LABEL_MANAGED_BY, LABEL_SERVICE_NAME
 from api.errors import NotFound
-from api.registry import REGISTRY
+from api.registry import REGISTRY, ResourceType
 from client.rest import ApiClient
+from services.controller_manager.controller_ref import new_controller_ref
 
-__all__ = ["ENDPOINT_SLICES", "Group", "GroupKey", "SlicePlan", "SliceWriter", "plan_slices"]
+__all__ = [
+    "ENDPOINT_SLICES",
+    "Group",
+    "GroupKey",
+    "SlicePlan",
+    "SliceWriter",
+    "managed_slices",
+    "plan_owned_slices",
+    "plan_slices",
+    "slice_owner_key",
+]
 
 log = logging.getLogger(__name__)
 
@@ -161,6 +178,74 @@ def _plan_group(
         plan.create.append(new_slice(Group(group.address_type, group.ports, chunk)))
         if placeholder:
             break
+
+
+def _labels_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return (obj.get("metadata") or {}).get("labels") or {}
+
+
+def managed_slices(slices: Iterable[Obj], *, service_name: str, managed_by: str) -> list[Obj]:
+    """The ``slices`` labelled as ``managed_by``'s for the Service named ``service_name``."""
+    return [
+        es
+        for es in slices
+        if _labels_of(es).get(LABEL_SERVICE_NAME) == service_name
+        and _labels_of(es).get(LABEL_MANAGED_BY) == managed_by
+    ]
+
+
+def slice_owner_key(es: Mapping[str, Any], *, managed_by: str) -> str | None:
+    """The ``ns/name`` key a changed slice of ``managed_by``'s concerns, None for others'."""
+    labels = _labels_of(es)
+    if labels.get(LABEL_MANAGED_BY) != managed_by or not labels.get(LABEL_SERVICE_NAME):
+        return None
+    return f"{(es.get('metadata') or {}).get('namespace')}/{labels[LABEL_SERVICE_NAME]}"
+
+
+def plan_owned_slices(
+    *,
+    owner: Obj,
+    owner_rt: ResourceType,
+    managed: list[Obj],
+    desired: list[Group],
+    labels: Mapping[str, str],
+    max_per_slice: int,
+) -> SlicePlan:
+    """``plan_slices`` over the ``managed`` slices ``owner`` owns, plus deleting those owned by
+    an earlier object of its name; new slices are ``<owner>-<random>``, owned by ``owner``."""
+    meta = owner.get("metadata") or {}
+    existing: list[Obj] = []
+    foreign: list[Obj] = []  # left by an earlier object of this name
+    for es in managed:
+        owners = (es.get("metadata") or {}).get("ownerReferences") or []
+        (existing if any(o.get("uid") == meta.get("uid") for o in owners) else foreign).append(es)
+
+    def new_slice(group: Group) -> Obj:
+        body: Obj = {
+            "apiVersion": "discovery.k8s.io/v1",
+            "kind": "EndpointSlice",
+            "metadata": {
+                "generateName": f"{meta.get('name')}-",
+                "namespace": meta.get("namespace"),
+                "labels": labels,
+                "ownerReferences": [new_controller_ref(owner, owner_rt)],
+            },
+            "addressType": group.address_type,
+            "endpoints": group.endpoints,
+        }
+        if group.ports:
+            body["ports"] = group.ports
+        return body
+
+    plan = plan_slices(
+        existing=existing,
+        desired=desired,
+        labels=labels,
+        new_slice=new_slice,
+        max_per_slice=max_per_slice,
+    )
+    plan.delete += foreign
+    return plan
 
 
 def _rv(obj: Mapping[str, Any] | None) -> int:
