@@ -13,6 +13,10 @@ retrying without backoff, or clearing the backoff on failure. ``Controller`` own
 * on cancellation of ``run()``: shut the queue down, let in-flight reconciles finish (they are
   not cancelled mid-write), and return once every worker has exited.
 
+``run_controllers(name, queues, wait_for=...)`` runs one ``Controller`` per (queue, reconcile)
+under one task group, for a controller that keys two kinds apart (claims and volumes) and stops
+as one.
+
 It does not drop keys after N failures (client-go controllers sometimes do): reconciles are
 level-triggered and the per-key delay is capped (1000 s by default), so a key that keeps failing
 keeps being retried slowly. Reconcile must not block the loop (no sync I/O).
@@ -26,8 +30,9 @@ from collections.abc import Awaitable, Callable, Hashable, Sequence
 from typing import Generic, Protocol, TypeVar
 
 from client.workqueue import ShutDown, WorkQueue
+from component.tasks import TaskGroup
 
-__all__ = ["Controller", "Reconcile", "Syncable"]
+__all__ = ["Controller", "Reconcile", "Syncable", "run_controllers"]
 
 K = TypeVar("K", bound=Hashable)
 
@@ -118,3 +123,21 @@ class Controller(Generic[K]):
                 self.queue.add_after(key, requeue_after)
         finally:
             self.queue.done(key)
+
+
+async def run_controllers(
+    name: str,
+    queues: Sequence[tuple[WorkQueue[K], Reconcile[K]]],
+    *,
+    wait_for: Sequence[Syncable] = (),
+    logger: logging.Logger | None = None,
+) -> None:
+    """Run a ``Controller`` per (queue, reconcile), named ``"<name> <queue name>"``, in one task
+    group owned by ``name``, until cancelled or one of them ends (the group logs it)."""
+    async with TaskGroup(name, logger=logger or log) as tasks:
+        for queue, reconcile in queues:
+            controller = Controller(
+                name=f"{name} {queue.name}", queue=queue, reconcile=reconcile, wait_for=wait_for
+            )
+            tasks.start(f"{name} {queue.name}", controller.run())
+        await tasks.wait()

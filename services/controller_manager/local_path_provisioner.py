@@ -53,11 +53,10 @@ from api.errors import AlreadyExists, NotFound
 from api.registry import REGISTRY
 from api.storage import LOCAL_PATH_PROVISIONER, LOCAL_PATH_ROOT_ANNOTATION
 from client.backoff import Backoff, BackoffPolicy
-from client.controller import Controller
+from client.controller import run_controllers
 from client.events import EventRecorder
 from client.rest import ApiClient
 from client.workqueue import WorkQueue
-from component.tasks import TaskGroup
 from services.controller_manager.informers import SharedInformers
 from services.controller_manager.volume_matching import (
     ANN_PROVISIONED_BY,
@@ -161,17 +160,12 @@ class LocalPathProvisioner:
         )
 
     async def run(self) -> None:
-        caches = [self.volumes, self.claims, self.classes, self.nodes, self.pods]
-        async with TaskGroup(self.name, logger=log) as tasks:
-            for queue, sync in (
-                (self.claim_queue, self.sync_claim),
-                (self.volume_queue, self.sync_volume),
-            ):
-                controller = Controller(
-                    name=f"{self.name} {queue.name}", queue=queue, reconcile=sync, wait_for=caches
-                )
-                tasks.start(f"{self.name} {queue.name}", controller.run())
-            await tasks.wait()
+        await run_controllers(
+            self.name,
+            [(self.claim_queue, self.sync_claim), (self.volume_queue, self.sync_volume)],
+            wait_for=[self.volumes, self.claims, self.classes, self.nodes, self.pods],
+            logger=log,
+        )
 
     # -- event handlers -------------------------------------------------------------------
 

@@ -60,11 +60,10 @@ from typing import Any
 
 from api.errors import NotFound
 from api.registry import REGISTRY
-from client.controller import Controller
+from client.controller import run_controllers
 from client.events import EventRecorder, EventType
 from client.rest import ApiClient
 from client.workqueue import WorkQueue
-from component.tasks import TaskGroup
 from services.controller_manager.informers import SharedInformers
 from services.controller_manager.volume_matching import (
     ANN_BIND_COMPLETED,
@@ -154,17 +153,12 @@ class PersistentVolumeController:
         self.classes.add_handler(on_add=self._class_added)
 
     async def run(self) -> None:
-        caches = [self.volumes, self.claims, self.classes, self.nodes]
-        async with TaskGroup(self.name, logger=log) as tasks:
-            for queue, sync in (
-                (self.claim_queue, self.sync_claim),
-                (self.volume_queue, self.sync_volume),
-            ):
-                controller = Controller(
-                    name=f"{self.name} {queue.name}", queue=queue, reconcile=sync, wait_for=caches
-                )
-                tasks.start(f"{self.name} {queue.name}", controller.run())
-            await tasks.wait()
+        await run_controllers(
+            self.name,
+            [(self.claim_queue, self.sync_claim), (self.volume_queue, self.sync_volume)],
+            wait_for=[self.volumes, self.claims, self.classes, self.nodes],
+            logger=log,
+        )
 
     # -- event handlers: events -> keys ---------------------------------------------------
 
