@@ -11,7 +11,11 @@ mirroring controllers share (``pkg/controller/util/endpoint``, ``endpointslice/u
 * ``hostname_for(pod, svc)``: ``spec.hostname`` when the pod's ``spec.subdomain`` names this
   Service in its namespace (how a headless Service gives pods DNS names), else None;
 * ``pod_ref(pod)``: the ``targetRef`` pointing back at the pod;
-* ``services_selecting(services, old, new)``: which Services a pod change concerns.
+* ``services_selecting(services, old, new)``: which Services a pod change concerns;
+* ``enqueue_services_and_their_pods(queue, services=..., pods=...)``: the event handlers both
+  Service-keyed controllers (endpoints, endpointslice) start with — a Service's add, update or
+  delete enqueues it, a pod's enqueues the Services in its namespace selecting its old or new
+  labels, straight from the watch event.
 
 Limits: IPv4 and IPv6 pod addresses are read from ``status.podIP`` only (kubelite pods are
 single-stack).
@@ -23,10 +27,14 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from api.selectors import LabelSelector, label_selector_from_dict
+from client.cache import NAMESPACE_INDEX, object_key
+from client.informer import Informer
+from client.workqueue import WorkQueue
 from services.controller_manager.pod_state import is_ready
 
 __all__ = [
     "address_type",
+    "enqueue_services_and_their_pods",
     "find_port",
     "hostname_for",
     "is_ready",
@@ -120,3 +128,29 @@ def services_selecting(services: Iterable[Obj], *pods: Obj | None) -> set[str]:
             if selector.matches((pod.get("metadata") or {}).get("labels") or {}):
                 keys.add(f"{meta.get('namespace')}/{meta.get('name')}")
     return keys
+
+
+def enqueue_services_and_their_pods(
+    queue: WorkQueue[str], *, services: Informer, pods: Informer
+) -> None:
+    """Add handlers that put into ``queue`` the key of every Service changed and of every
+    Service selecting a changed pod (its old or new labels)."""
+
+    def service_changed(svc: Obj) -> None:
+        queue.add(object_key(svc))
+
+    def pod_changed(old: Obj | None, new: Obj) -> None:
+        namespace = str((new.get("metadata") or {}).get("namespace") or "")
+        for key in services_selecting(services.by_index(NAMESPACE_INDEX, namespace), old, new):
+            queue.add(key)
+
+    services.add_handler(
+        on_add=service_changed,
+        on_update=lambda _old, new: service_changed(new),
+        on_delete=service_changed,
+    )
+    pods.add_handler(
+        on_add=lambda pod: pod_changed(None, pod),
+        on_update=pod_changed,
+        on_delete=lambda pod: pod_changed(None, pod),
+    )

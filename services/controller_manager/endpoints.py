@@ -49,12 +49,12 @@ from client.controller import Controller
 from client.rest import ApiClient
 from client.workqueue import WorkQueue
 from services.controller_manager.endpoint_pods import (
+    enqueue_services_and_their_pods,
     find_port,
     hostname_for,
     is_ready,
     pod_ref,
     service_selector,
-    services_selecting,
     should_be_in_endpoints,
 )
 from services.controller_manager.informers import SharedInformers
@@ -159,16 +159,7 @@ class EndpointsController:
         self.pods = informers.get(PODS)
         self.endpoints = informers.get(ENDPOINTS)
         self.queue: WorkQueue[str] = WorkQueue(name="endpoint")
-        self.services.add_handler(
-            on_add=self._enqueue,
-            on_update=lambda _old, new: self._enqueue(new),
-            on_delete=self._enqueue,
-        )
-        self.pods.add_handler(
-            on_add=lambda pod: self._pod_changed(None, pod),
-            on_update=self._pod_changed,
-            on_delete=lambda pod: self._pod_changed(None, pod),
-        )
+        enqueue_services_and_their_pods(self.queue, services=self.services, pods=self.pods)
         self.endpoints.add_handler(
             on_update=lambda _old, new: self._enqueue(new), on_delete=self._enqueue
         )
@@ -184,11 +175,6 @@ class EndpointsController:
 
     def _enqueue(self, obj: Obj) -> None:
         self.queue.add(f"{_meta(obj).get('namespace')}/{_meta(obj).get('name')}")
-
-    def _pod_changed(self, old: Obj | None, new: Obj) -> None:
-        namespace = str(_meta(new).get("namespace") or "")
-        for key in services_selecting(self.services.by_index(NAMESPACE_INDEX, namespace), old, new):
-            self.queue.add(key)
 
     async def sync(self, key: str) -> None:
         namespace, _, name = key.partition("/")

@@ -42,13 +42,13 @@ from client.rest import ApiClient
 from client.workqueue import WorkQueue
 from services.controller_manager.endpoint_pods import (
     address_type,
+    enqueue_services_and_their_pods,
     find_port,
     hostname_for,
     is_ready,
     is_terminating,
     pod_ref,
     service_selector,
-    services_selecting,
     should_be_in_endpoints,
 )
 from services.controller_manager.endpointslice_reconcile import (
@@ -129,16 +129,7 @@ class EndpointSliceController:
         self.slices = informers.get(ENDPOINT_SLICES)
         self.writer = SliceWriter(client)
         self.queue: WorkQueue[str] = WorkQueue(name="endpointslice")
-        self.services.add_handler(
-            on_add=self._enqueue,
-            on_update=lambda _old, new: self._enqueue(new),
-            on_delete=self._enqueue,
-        )
-        self.pods.add_handler(
-            on_add=lambda pod: self._pod_changed(None, pod),
-            on_update=self._pod_changed,
-            on_delete=lambda pod: self._pod_changed(None, pod),
-        )
+        enqueue_services_and_their_pods(self.queue, services=self.services, pods=self.pods)
         self.slices.add_handler(
             on_add=self._slice_changed,
             on_update=lambda _old, new: self._slice_changed(new),
@@ -153,14 +144,6 @@ class EndpointSliceController:
             workers=self.workers,
             wait_for=[self.services, self.pods, self.nodes, self.slices],
         ).run()
-
-    def _enqueue(self, obj: Obj) -> None:
-        self.queue.add(f"{_meta(obj).get('namespace')}/{_meta(obj).get('name')}")
-
-    def _pod_changed(self, old: Obj | None, new: Obj) -> None:
-        namespace = str(_meta(new).get("namespace") or "")
-        for key in services_selecting(self.services.by_index(NAMESPACE_INDEX, namespace), old, new):
-            self.queue.add(key)
 
     def _slice_changed(self, es: Obj) -> None:
         key = slice_owner_key(es, managed_by=CONTROLLER_NAME)
