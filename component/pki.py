@@ -140,17 +140,32 @@ def ensure_ca(directory: Path, *, common_name: str = "kubernetes") -> Certificat
         if isinstance(key, ec.EllipticCurvePrivateKey) and _fresh(cert):
             return CertificateAuthority(files=files, certificate=cert, key=key)
     key = _new_key()
-    now = _now()
     name = _name(common_name)
     cert = (
+        _builder(subject=name, issuer=name, key=key, is_ca=True)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    _save(files, cert, key)
+    return CertificateAuthority(files=files, certificate=cert, key=key)
+
+
+def _builder(
+    *, subject: x509.Name, issuer: x509.Name, key: ec.EllipticCurvePrivateKey, is_ca: bool
+) -> x509.CertificateBuilder:
+    """What a CA and a leaf certificate share: a random serial, backdated validity (``CA_DAYS``
+    or ``LEAF_DAYS``), basic constraints and key usage (signing certificates only for a CA)."""
+    now = _now()
+    days = CA_DAYS if is_ca else LEAF_DAYS
+    return (
         x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
+        .subject_name(subject)
+        .issuer_name(issuer)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - BACKDATE)
-        .not_valid_after(now + datetime.timedelta(days=CA_DAYS))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .not_valid_after(now + datetime.timedelta(days=days))
+        .add_extension(x509.BasicConstraints(ca=is_ca, path_length=None), critical=True)
         .add_extension(
             x509.KeyUsage(
                 digital_signature=True,
@@ -158,18 +173,14 @@ def ensure_ca(directory: Path, *, common_name: str = "kubernetes") -> Certificat
                 key_encipherment=True,
                 data_encipherment=False,
                 key_agreement=False,
-                key_cert_sign=True,
+                key_cert_sign=is_ca,
                 crl_sign=False,
                 encipher_only=False,
                 decipher_only=False,
             ),
             critical=True,
         )
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
-        .sign(key, hashes.SHA256())
     )
-    _save(files, cert, key)
-    return CertificateAuthority(files=files, certificate=cert, key=key)
 
 
 def _issue(
@@ -180,30 +191,8 @@ def _issue(
     names: Sequence[x509.GeneralName] = (),
 ) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
     key = _new_key()
-    now = _now()
     builder = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(ca.certificate.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - BACKDATE)
-        .not_valid_after(now + datetime.timedelta(days=LEAF_DAYS))
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=True,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=False,
-                crl_sign=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
+        _builder(subject=subject, issuer=ca.certificate.subject, key=key, is_ca=False)
         .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
         .add_extension(
             x509.AuthorityKeyIdentifier.from_issuer_public_key(ca.key.public_key()),
