@@ -17,6 +17,8 @@ What it owns:
 * ``run_scenarios``: run the selected scenarios in order; a scenario that fails is recorded
   (its error in the report and the JSON) and the run goes on — one broken component must not
   hide every other figure;
+* ``run_alone``: one scenario as its own ``python -m bench.<module>`` (``--quick``, ``--rounds``,
+  a temporary working directory);
 * ``render`` (the table) and ``write_json`` (``bench/results/<date>.json``).
 
 What it does not do: judge pass/fail (nothing is asserted — figures, not tests), or isolate
@@ -26,14 +28,25 @@ neighbour shows up in the min/max spread, which is why both are printed.
 
 from __future__ import annotations
 
+import argparse
+import asyncio
 import json
 import os
 import platform
 import statistics
 import sys
+import tempfile
 import time
 import traceback
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import (
+    Awaitable,
+    Callable,
+    Coroutine,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -51,6 +64,7 @@ __all__ = [
     "collect_rounds",
     "percentile",
     "render",
+    "run_alone",
     "run_scenarios",
     "write_json",
 ]
@@ -173,6 +187,26 @@ class Context:
 
 
 ScenarioRun = Callable[[Context], Awaitable[list[Figure]]]
+
+
+def run_alone(
+    run: Callable[[Context], Coroutine[Any, Any, list[Figure]]],
+    argv: list[str] | None,
+    *,
+    prog: str,
+    description: str,
+    quick_help: str,
+) -> list[Figure]:
+    """Parse ``--quick`` / ``--rounds`` (default 3, 1 with ``--quick``) from ``argv`` and run one
+    scenario in a temporary directory, as ``python -m bench`` would run it among the others."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser.add_argument("--quick", action="store_true", help=quick_help)
+    parser.add_argument("--rounds", type=int, default=None, help="rounds (default 3)")
+    args = parser.parse_args(argv)
+    rounds = args.rounds or (1 if args.quick else 3)
+    with tempfile.TemporaryDirectory(prefix=f"bench-{prog.rsplit('.', 1)[-1]}-") as tmp:
+        ctx = Context(quick=args.quick, rounds=rounds, workdir=Path(tmp))
+        return asyncio.run(run(ctx))
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,8 +27,6 @@ bench --only pod-start-sandbox`` puts them in the suite's table.
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import os
 import shutil
 import signal
@@ -39,7 +37,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from bench.harness import Context, Figure, collect_rounds, figure
+from bench.harness import Context, Figure, collect_rounds, figure, run_alone
 from services.kubelet.runtime.base import ContainerConfig, PodSandbox
 from services.kubelet.runtime.images import ImageCatalog, ImageStore
 from services.kubelet.runtime.process import ProcessRuntime
@@ -113,16 +111,13 @@ async def run(ctx: Context) -> list[Figure]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m bench.pod_start_sandbox", description=__doc__.split("\n")[0]
+    figures = run_alone(
+        run,
+        argv,
+        prog="python -m bench.pod_start_sandbox",
+        description=__doc__.split("\n")[0],
+        quick_help="10 starts per round, 1 round",
     )
-    parser.add_argument("--quick", action="store_true", help="10 starts per round, 1 round")
-    parser.add_argument("--rounds", type=int, default=None, help="rounds (default 3)")
-    args = parser.parse_args(argv)
-    rounds = args.rounds or (1 if args.quick else 3)
-    with tempfile.TemporaryDirectory(prefix="bench-pod-start-") as tmp:
-        ctx = Context(quick=args.quick, rounds=rounds, workdir=Path(tmp))
-        figures = asyncio.run(run(ctx))
     bare = figures[0].median
     print(f"{'container start':<26} {'median':>9} {'min':>9} {'max':>9} {'x bare':>8}")
     for fig in figures:

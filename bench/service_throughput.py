@@ -28,16 +28,14 @@ service-throughput`` puts the figures in the suite's table.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from bench.cluster import ROOT, resource, running_cluster
-from bench.harness import Context, Figure, figure
+from bench.harness import Context, Figure, figure, run_alone
 from client.rest import ApiClient
 from kubelite import commands
 from kubelite.testing import ComponentProcess
@@ -178,16 +176,13 @@ async def run(ctx: Context) -> list[Figure]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m bench.service_throughput", description=__doc__.split("\n")[0]
+    figures = run_alone(
+        run,
+        argv,
+        prog="python -m bench.service_throughput",
+        description=__doc__.split("\n")[0],
+        quick_help="4 clients, 3 s, 1 round",
     )
-    parser.add_argument("--quick", action="store_true", help="4 clients, 3 s, 1 round")
-    parser.add_argument("--rounds", type=int, default=None, help="rounds (default 3)")
-    args = parser.parse_args(argv)
-    rounds = args.rounds or (1 if args.quick else 3)
-    with tempfile.TemporaryDirectory(prefix="bench-service-") as tmp:
-        ctx = Context(quick=args.quick, rounds=rounds, workdir=Path(tmp))
-        figures = asyncio.run(run(ctx))
     by_name = {f.name: f for f in figures}
     print(f"{'HTTP through a Service':<30} {'median':>10} {'min':>10} {'max':>10} {'ratio':>7}")
     for fig in figures:
