@@ -20,10 +20,12 @@ import yaml
 from services.scheduler.nodeinfo import NodeInfo, PodInfo
 
 __all__ = [
+    "ECHO_PORT",
     "Obj",
     "container",
     "controlled_by",
     "deployment",
+    "echo_server",
     "endpoint_slice",
     "event",
     "job",
@@ -72,6 +74,26 @@ def container(
     if requests:
         out["resources"] = {"requests": requests}
     return out
+
+
+ECHO_PORT = 9000
+_ECHO_SERVER = f"""
+import os, socket, threading
+server = socket.create_server((os.environ["POD_IP"], {ECHO_PORT}))
+def echo(conn):
+    while data := conn.recv(65536):
+        conn.sendall(data)
+    conn.close()
+while True:
+    conn, _ = server.accept()
+    threading.Thread(target=echo, args=(conn,), daemon=True).start()
+"""
+
+
+def echo_server(**fields: Any) -> Obj:
+    """A ``python`` container named ``echo`` that echoes every TCP connection on its pod's IP,
+    port ``ECHO_PORT``; ``fields`` (a readiness probe) are added as is."""
+    return container("echo", "python", command=["python3", "-c", _ECHO_SERVER], **fields)
 
 
 def sh(script: str, *, name: str = "main", image: str = "busybox") -> Obj:

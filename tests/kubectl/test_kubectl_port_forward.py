@@ -29,19 +29,8 @@ from tests.kubectl.harness import Kubectl, StreamingKubectl
 
 pytestmark = [pytest.mark.e2e]
 
-ECHO_PORT = 9000
+ECHO_PORT = factories.ECHO_PORT
 CLOSED_PORT = 9001
-ECHO_SERVER = """
-import os, socket, threading
-server = socket.create_server((os.environ["POD_IP"], 9000))
-def echo(conn):
-    while data := conn.recv(65536):
-        conn.sendall(data)
-    conn.close()
-while True:
-    conn, _ = server.accept()
-    threading.Thread(target=echo, args=(conn,), daemon=True).start()
-"""
 PAYLOAD_BYTES = 4 * 1024 * 1024
 CONNECTIONS = 4
 
@@ -79,12 +68,7 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
         web["spec"]["nodeName"] = name
         echo = factories.pod(
             "echo",
-            factories.container(
-                "echo",
-                "python",
-                command=["python3", "-c", ECHO_SERVER],
-                readinessProbe=listening(ECHO_PORT),
-            ),
+            factories.echo_server(readinessProbe=listening(ECHO_PORT)),
         )
         echo["spec"]["nodeName"] = name
         for pod in (web, echo):

@@ -24,18 +24,7 @@ from tests.kubelet.pods import create_and_wait
 
 pytestmark = [pytest.mark.e2e]
 
-ECHO_PORT, CLOSED_PORT = 9000, 9001
-ECHO_SERVER = """
-import os, socket, threading
-server = socket.create_server((os.environ["POD_IP"], 9000))
-def echo(conn):
-    while data := conn.recv(65536):
-        conn.sendall(data)
-    conn.close()
-while True:
-    conn, _ = server.accept()
-    threading.Thread(target=echo, args=(conn,), daemon=True).start()
-"""
+ECHO_PORT, CLOSED_PORT = factories.ECHO_PORT, 9001
 REFUSED = f"{CLOSED_PORT}: connect: connection refused"
 
 
@@ -48,12 +37,9 @@ def ready(pod: dict[str, Any] | None) -> bool:
 async def echo(cluster: Cluster) -> Cluster:
     body = factories.pod(
         "echo",
-        factories.container(
-            "echo",
-            "python",
-            command=["python3", "-c", ECHO_SERVER],
-            # ready only once the server listens: a forward before that would be refused
-            readinessProbe={"tcpSocket": {"port": ECHO_PORT}, "periodSeconds": 1},
+        # ready only once the server listens: a forward before that would be refused
+        factories.echo_server(
+            readinessProbe={"tcpSocket": {"port": ECHO_PORT}, "periodSeconds": 1}
         ),
         namespace="default",
         nodeName=cluster.node,
