@@ -150,13 +150,16 @@ class SandboxLayout:
     def for_state_dir(cls, state_root: Path) -> SandboxLayout:
         """Mask root's home and kubelite's state: the kubelet's ``state_root`` and, under
         ``kubelite up`` (``<up state>/kubelets/<node>``), the whole up state dir (its store and
-        kubeconfig). Keep the interpreter the built-in images run (it may live under ``/root``)."""
+        kubeconfig). Keep the interpreter the built-in images run (it may live under ``/root``) and
+        the runtime's own directory, whose programs they run (``{builtin}`` in the image table;
+        a checkout under the host's ``/tmp`` is otherwise hidden by the pod's private ``/tmp``)."""
         state = state_root.resolve()
         masks = ["/root", str(state)]
         up = state.parent.parent
         if state.parent.name == "kubelets" and (up / "kubeconfig").exists():
             masks.append(str(up))
-        kept = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix)}
+        runtime_dir = Path(__file__).parent  # the built-in programs: the nginx image's server
+        kept = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, runtime_dir)}
         return cls(mask_dirs=tuple(masks), keep=tuple(sorted(kept)))
 
     def _kept(self, path: str) -> list[str]:
