@@ -67,6 +67,7 @@ def test_every_command_is_what_the_argv_source_builds(compose: dict) -> None:
             state_dir="/var/lib/kubelite",
             bind_address="0.0.0.0",
             port=8080,
+            insecure_allow_remote=True,
         ),
         "controller-manager": commands.controller_manager(server=server, healthz_port=10257),
         "scheduler": commands.scheduler(server=server, healthz_port=10259),
