@@ -51,7 +51,7 @@ def _parse(command: list[str]):
 def test_every_service_runs_a_kubelite_command_whose_flags_parse(compose: dict) -> None:
     services = compose["services"]
     assert set(services) == {
-        "apiserver", "controller-manager", "scheduler", "node1", "node2", "proxy1", "proxy2"
+        "apiserver", "controller-manager", "scheduler", "node1", "node2"
     }  # fmt: skip
     for name, service in services.items():
         assert service.get("image") == "kubelite:latest", name
@@ -84,15 +84,6 @@ def test_every_command_is_what_the_argv_source_builds(compose: dict) -> None:
             )
             for node in ("node1", "node2")
         },
-        **{
-            f"proxy{n}": commands.proxy(
-                server=server,
-                hostname_override=f"node{n}",
-                nodeport_addresses="0.0.0.0",
-                healthz_port=10256,
-            )
-            for n in (1, 2)
-        },
     }
     services = compose["services"]
     assert set(services) == set(expected)
@@ -106,7 +97,7 @@ def test_ports_and_urls_agree(compose: dict) -> None:
     assert api.insecure_bind_address == "0.0.0.0"  # reachable from the other containers
     published = {p.rsplit(":", 2)[-1] for p in services["apiserver"]["ports"]}
     assert str(api.insecure_port) in published
-    for name in ("controller-manager", "scheduler", "node1", "node2", "proxy1", "proxy2"):
+    for name in ("controller-manager", "scheduler", "node1", "node2"):
         args = _parse(services[name]["command"])
         [server] = args.server
         url = urlparse(server)
@@ -142,12 +133,6 @@ def test_health_checks_probe_what_each_component_serves(compose: dict) -> None:
         # kubelet must listen beyond its own loopback and advertise a name the network resolves
         assert kubelet.address == "0.0.0.0"
         assert kubelet.node_ip == services[node]["hostname"] == node
-    for n in (1, 2):
-        proxy = _parse(services[f"proxy{n}"]["command"])
-        assert _health_url(services[f"proxy{n}"]) == (
-            f"http://127.0.0.1:{proxy.healthz_port}/healthz"
-        )
-        assert proxy.node_names == {f"node{n}"}
     for name, service in services.items():
         assert service["restart"] in ("always", "unless-stopped", "on-failure"), name
         assert service["healthcheck"]["retries"] >= 1, name
@@ -163,11 +148,7 @@ def test_the_image_runs_the_kubelite_command() -> None:
 
 def test_every_service_is_reachable_only_as_published_on_loopback(compose: dict) -> None:
     for name, service in compose["services"].items():
-        # no host networking; a node's proxy joins its node's namespace (its pods' loopback)
-        if name.startswith("proxy"):
-            assert service["network_mode"] == f"service:node{name[len('proxy') :]}", name
-        else:
-            assert "network_mode" not in service, name
+        assert "network_mode" not in service, name  # no host networking
         for port in service.get("ports", []):
             assert str(port).startswith("127.0.0.1:"), (name, port)
         assert service["healthcheck"]["test"][0] == "CMD", name
