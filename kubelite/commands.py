@@ -132,6 +132,29 @@ def apiserver(
     return Command("apiserver", (*args, *_log(log_level, verbosity), *extra))
 
 
+def _leader_elected(
+    component: str,
+    *,
+    server: str | Sequence[str] | None,
+    healthz_bind_address: str | None,
+    healthz_port: int | None,
+    leader_elect: bool | None,
+    log_level: str | None,
+    verbosity: int | None,
+    extra: Sequence[str],
+) -> Command:
+    """The scheduler's and the controller-manager's command lines: the same flags."""
+    args = _flags(
+        ("server", server),
+        ("healthz-bind-address", healthz_bind_address),
+        ("healthz-port", healthz_port),
+    )
+    return Command(
+        component,
+        (*args, *_leader_elect(leader_elect), *_log(log_level, verbosity), *extra),
+    )
+
+
 def scheduler(
     *,
     server: str | Sequence[str] | None = None,
@@ -142,15 +165,11 @@ def scheduler(
     verbosity: int | None = None,
     extra: Sequence[str] = (),
 ) -> Command:
-    args = _flags(
-        ("server", server),
-        ("healthz-bind-address", healthz_bind_address),
-        ("healthz-port", healthz_port),
-    )
-    return Command(
-        "scheduler",
-        (*args, *_leader_elect(leader_elect), *_log(log_level, verbosity), *extra),
-    )
+    return _leader_elected(
+        "scheduler", server=server, healthz_bind_address=healthz_bind_address,
+        healthz_port=healthz_port, leader_elect=leader_elect, log_level=log_level,
+        verbosity=verbosity, extra=extra,
+    )  # fmt: skip
 
 
 def controller_manager(
@@ -163,15 +182,11 @@ def controller_manager(
     verbosity: int | None = None,
     extra: Sequence[str] = (),
 ) -> Command:
-    args = _flags(
-        ("server", server),
-        ("healthz-bind-address", healthz_bind_address),
-        ("healthz-port", healthz_port),
-    )
-    return Command(
-        "controller-manager",
-        (*args, *_leader_elect(leader_elect), *_log(log_level, verbosity), *extra),
-    )
+    return _leader_elected(
+        "controller-manager", server=server, healthz_bind_address=healthz_bind_address,
+        healthz_port=healthz_port, leader_elect=leader_elect, log_level=log_level,
+        verbosity=verbosity, extra=extra,
+    )  # fmt: skip
 
 
 def kubelet(
