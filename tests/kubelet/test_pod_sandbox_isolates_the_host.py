@@ -110,11 +110,15 @@ async def test_secrets_of_the_host_are_masked(process_runtime: ProcessRuntime) -
 async def test_a_masked_directory_is_empty_and_read_only_inside(
     process_runtime: ProcessRuntime,
 ) -> None:
-    # a directory every clone has and the pod sees (this test's own), masked like the state dir
-    here = str(HERE)
-    process_runtime.layout = SandboxLayout(mask_dirs=(here,), keep=())
+    # a non-empty host directory the pod would otherwise see (not under /tmp, which is the pod's
+    # own), masked like the state dir
+    shown = next(
+        str(d) for d in (Path("/usr/share/doc"), Path("/usr/share"), Path("/usr/lib"))
+        if d.is_dir() and any(d.iterdir())
+    )  # fmt: skip
+    process_runtime.layout = SandboxLayout(mask_dirs=(shown,), keep=())
     record = await run(
-        process_runtime, "sh", "-c", f"ls -A {here} | wc -l; touch {here}/x || echo refused"
+        process_runtime, "sh", "-c", f"ls -A {shown} | wc -l; touch {shown}/x || echo refused"
     )
     lines = (await output(process_runtime, record)).splitlines()
     assert lines[0] == "0" and "refused" in lines
