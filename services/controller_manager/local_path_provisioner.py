@@ -58,7 +58,7 @@ from client.events import EventRecorder
 from client.rest import ApiClient
 from client.workqueue import WorkQueue
 from services.controller_manager.informers import SharedInformers
-from services.controller_manager.volume_matching import (
+from api.volume_matching import (
     ANN_PROVISIONED_BY,
     ANN_SELECTED_NODE,
     ANN_STORAGE_PROVISIONER,

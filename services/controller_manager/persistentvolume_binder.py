@@ -65,7 +65,7 @@ from client.events import EventRecorder, EventType
 from client.rest import ApiClient
 from client.workqueue import WorkQueue
 from services.controller_manager.informers import SharedInformers
-from services.controller_manager.volume_matching import (
+from api.volume_matching import (
     ANN_BIND_COMPLETED,
     ANN_BOUND_BY_CONTROLLER,
     ANN_PROVISIONED_BY,

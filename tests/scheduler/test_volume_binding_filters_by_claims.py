@@ -133,8 +133,10 @@ def test_a_waiting_claim_goes_where_an_available_volume_fits(
     volumes.set_volume(available(persistent_volume("ro", storage="5Gi", storage_class="manual",
                                                    access_modes=("ReadOnlyMany",),
                                                    node_affinity=on)))  # fmt: skip
-    volumes.set_volume(persistent_volume("unavailable", storage="5Gi", storage_class="manual",
-                                         node_affinity=on))  # fmt: skip
+    released = persistent_volume("released", storage="5Gi", storage_class="manual",
+                                 node_affinity=on)  # fmt: skip
+    released["status"] = {"phase": "Released"}
+    volumes.set_volume(released)
     assert refusal(framework, with_claims("data")) == (
         "0/2 nodes are available: 2 node(s) didn't find available persistent volumes to bind."
     )

@@ -10,8 +10,9 @@ As kube-scheduler's VolumeBinding plugin (``framework/plugins/volumebinding``), 
   (``volumes.py``). A pod without claims is skipped.
 * **Filter**, per node: a bound claim's volume must exist and its ``spec.nodeAffinity.required``
   match the node ("node(s) had volume node affinity conflict"). An unbound WaitForFirstConsumer
-  claim needs an Available volume of its class that fits (size, access modes, volume mode,
-  selector) and whose node affinity matches, else a class that can provision here — any
+  claim needs a free volume the PV controller would bind it to on this node (the same rules,
+  ``api.volume_matching.best_match``: class, size, access modes, volume mode, selector, node
+  affinity), else a class that can provision here — any
   provisioner but ``kubernetes.io/no-provisioner``; kubelite's ``kubelite.io/local-path`` only
   on a node that says where its local-path root is (``kubelite.io/local-path-root``) — else
   "node(s) didn't find available persistent volumes to bind". A claim already holding a
@@ -44,15 +45,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from api import quantity
 from api.errors import StatusError
 from api.registry import REGISTRY, ResourceType
-from api.selectors import label_selector_from_dict, node_selector_terms_match
 from api.storage import (
     LOCAL_PATH_PROVISIONER,
     LOCAL_PATH_ROOT_ANNOTATION,
     SELECTED_NODE_ANNOTATION,
 )
+from api.volume_matching import best_match, is_bound_to, volume_admits
 from services.scheduler.framework import SKIP, CycleState, Handle, Status
 from services.scheduler.nodeinfo import NodeInfo, PodInfo
 from services.scheduler.volumes import claim_key
@@ -110,49 +110,6 @@ def _spec(obj: Obj) -> Mapping[str, Any]:
 
 def _meta(obj: Obj) -> Mapping[str, Any]:
     return obj.get("metadata") or {}
-
-
-def _storage(resources: Mapping[str, Any] | None) -> int:
-    amount = (resources or {}).get("storage")
-    return quantity.to_bytes(amount) if amount is not None else 0
-
-
-def volume_admits(pv: Obj, node_name: str, labels: Mapping[str, str]) -> bool:
-    """Does the volume's ``spec.nodeAffinity.required`` admit the node? (None admits any.)"""
-    required = (_spec(pv).get("nodeAffinity") or {}).get("required")
-    if not required:
-        return True
-    return node_selector_terms_match(
-        required.get("nodeSelectorTerms") or (), labels, node_name=node_name
-    )
-
-
-def _claimed_by(pv: Obj, claim: Obj) -> bool | None:
-    """True if the volume is (pre-)bound to ``claim``, False if to another, None if to none."""
-    ref = _spec(pv).get("claimRef")
-    if not ref:
-        return None
-    meta = _meta(claim)
-    same = ref.get("name") == meta.get("name") and ref.get("namespace") == meta.get("namespace")
-    return same and ref.get("uid") in (None, "", meta.get("uid"))
-
-
-def _fits(pv: Obj, claim: Obj) -> bool:
-    """Size, access modes, volume mode and the claim's selector, as FindMatchingVolume checks."""
-    pv_spec, claim_spec = _spec(pv), _spec(claim)
-    if (pv_spec.get("volumeMode") or "Filesystem") != (
-        claim_spec.get("volumeMode") or "Filesystem"
-    ):
-        return False
-    if not set(claim_spec.get("accessModes") or ()) <= set(pv_spec.get("accessModes") or ()):
-        return False
-    wanted = _storage((claim_spec.get("resources") or {}).get("requests"))
-    if _storage(pv_spec.get("capacity")) < wanted:
-        return False
-    selector = claim_spec.get("selector")
-    return selector is None or label_selector_from_dict(selector).matches(
-        _meta(pv).get("labels") or {}
-    )
 
 
 def _allowed_topologies_admit(storage_class: Obj, labels: Mapping[str, str]) -> bool:
@@ -287,27 +244,15 @@ class VolumeBinding:
         return plan
 
     def _matching_volume(self, claim: Obj, node: NodeInfo, taken: set[str]) -> Obj | None:
-        """The smallest fitting volume of the claim's class on ``node``; one pre-bound to the
-        claim wins outright."""
-        best: Obj | None = None
-        best_size = 0
-        for pv in self.volumes.volumes_of_class(_spec(claim).get("storageClassName") or ""):
-            name = _meta(pv).get("name") or ""
-            if name in taken or _meta(pv).get("deletionTimestamp"):
-                continue
-            claimed = _claimed_by(pv, claim)
-            if claimed is False:
-                continue
-            if not _fits(pv, claim) or not volume_admits(pv, node.name, node.labels):
-                continue
-            if claimed:
-                return pv
-            if (pv.get("status") or {}).get("phase") != "Available":
-                continue
-            size = _storage(_spec(pv).get("capacity"))
-            if best is None or size < best_size:
-                best, best_size = pv, size
-        return best
+        """The volume the PV controller's own rules (``api.volume_matching.best_match``) pick
+        for the claim on ``node``, among those no other claim of this pod took."""
+        candidates = [
+            pv
+            for pv in self.volumes.volumes_of_class(_spec(claim).get("storageClassName") or "")
+            if (_meta(pv).get("name") or "") not in taken
+        ]
+        where = {"metadata": {"name": node.name, "labels": node.labels}}
+        return best_match(claim, candidates, delay_binding=True, node=where)
 
     def _can_provision(self, claim: Obj, node: NodeInfo) -> bool:
         storage_class = self.volumes.storage_class(_spec(claim).get("storageClassName") or "")
@@ -379,7 +324,7 @@ class VolumeBinding:
         """Point the volume at the claim (``claimRef``), unless it already is; CAS on its RV."""
         assert self.client is not None
         current = self.volumes.volume(_meta(pv).get("name") or "") or pv
-        if _claimed_by(current, claim):
+        if is_bound_to(current, claim):
             return
         body = copy.deepcopy(dict(current))
         meta = _meta(claim)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from services.controller_manager.volume_matching import best_match, claim_class, unsatisfied_by
+from api.volume_matching import best_match, claim_class, unsatisfied_by
 from tests.factories import node, persistent_volume, persistent_volume_claim
 
 Obj = dict[str, Any]

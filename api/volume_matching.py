@@ -1,4 +1,5 @@
-"""Which PersistentVolume a claim may bind to: the rules the PV controller and provisioner share.
+"""Which PersistentVolume a claim may bind to: the rules the PV controller, the provisioner and
+the scheduler's VolumeBinding share.
 
 Why: binding is a decision over two kinds at once, and Kubernetes spreads its rules over
 ``pkg/controller/volume/persistentvolume/index.go`` (``findMatchingVolume``),
@@ -20,6 +21,8 @@ tested on their own.
   (given a node) node affinity matching that node. With ``delay_binding`` (a
   WaitForFirstConsumer claim no node was selected for yet) only a pre-bound volume is taken.
 * ``claim_reference(claim)``: the ``claimRef`` a bound volume carries.
+* ``volume_admits(volume, node_name, labels)``: the volume's ``spec.nodeAffinity.required``
+  admits the node (a volume without one admits every node).
 
 Limits: no ``dataSource`` or ``volumeAttributesClassName`` matching; quantities that do not parse
 make a volume not fit (validation rejects them on the way in).
@@ -48,6 +51,7 @@ __all__ = [
     "claim_reference",
     "is_bound_to",
     "unsatisfied_by",
+    "volume_admits",
     "volume_class",
 ]
 
@@ -124,16 +128,16 @@ def is_bound_to(volume: Mapping[str, Any], claim: Mapping[str, Any]) -> bool:
     return not ref.get("uid") or ref.get("uid") == meta.get("uid")
 
 
-def _affinity_allows(volume: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
+def volume_admits(volume: Mapping[str, Any], node_name: str, labels: Mapping[str, str]) -> bool:
     required = _map(_map(_map(volume.get("spec")).get("nodeAffinity")).get("required"))
     if not required:
         return True
+    return node_selector_terms_match(required.get("nodeSelectorTerms"), labels, node_name=node_name)
+
+
+def _node_admits(volume: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
     meta = _map(node.get("metadata"))
-    return node_selector_terms_match(
-        required.get("nodeSelectorTerms"),
-        _map(meta.get("labels")),
-        node_name=str(meta.get("name") or ""),
-    )
+    return volume_admits(volume, str(meta.get("name") or ""), _map(meta.get("labels")))
 
 
 def unsatisfied_by(volume: Mapping[str, Any], claim: Mapping[str, Any]) -> str | None:
@@ -180,7 +184,7 @@ def best_match(
             continue
         if meta.get("deletionTimestamp"):
             continue
-        affinity_ok = node is None or _affinity_allows(volume, node)
+        affinity_ok = node is None or _node_admits(volume, node)
         if is_bound_to(volume, claim):
             return volume if affinity_ok else None
         if delay_binding and node is None:
