@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from fractions import Fraction
-from typing import Any
+from typing import Any, TypeVar
 
 from api.quantity import parse_quantity
 from api.selectors import label_selector_from_dict, node_selector_terms_match
@@ -56,6 +56,7 @@ __all__ = [
 ]
 
 Obj = dict[str, Any]
+V = TypeVar("V", bound=Mapping[str, Any])
 
 ANN_BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
 """On a claim: the controller finished binding it (``"yes"``)."""
@@ -165,18 +166,18 @@ a ``claimRef`` it is just as free, and a claim synced first need not wait for th
 
 def best_match(
     claim: Mapping[str, Any],
-    volumes: Iterable[Obj],
+    volumes: Iterable[V],
     *,
     delay_binding: bool = False,
     node: Mapping[str, Any] | None = None,
-) -> Obj | None:
+) -> V | None:
     """The volume ``claim`` should bind to, or None (see the module docstring)."""
     wanted_modes = _access_modes(claim)
     requested = _requested(claim)
     selector_spec = _map(claim.get("spec")).get("selector")
     selector = label_selector_from_dict(selector_spec) if selector_spec else None
     wanted_class, wanted_mode = claim_class(claim), _mode(claim)
-    fitting: list[tuple[int, Fraction, str, Obj]] = []
+    fitting: list[tuple[int, Fraction, str, V]] = []
     for volume in volumes:
         meta = _map(volume.get("metadata"))
         modes = _access_modes(volume)
