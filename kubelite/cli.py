@@ -19,6 +19,7 @@ COMMANDS: dict[str, str] = {
     "kubelet": "services.kubelet.main",
     "proxy": "services.proxy.main",
     "dns": "services.dns.main",
+    "node": "kubelite.node",
     "up": "kubelite.up",
     "certs": "kubelite.cluster_pki",
 }
@@ -32,6 +33,7 @@ commands:
   kubelet              the node agent that runs pods
   proxy                forwards Service addresses to ready endpoints (kube-proxy's job)
   dns                  cluster.local names from Services and pods (CoreDNS's job)
+  node                 one node's kubelet and proxy, supervised (what a node container runs)
   up                   the whole cluster as supervised processes
   certs rotate         re-issue a cluster's certificates from its CA (--state-dir)
 

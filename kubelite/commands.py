@@ -5,7 +5,8 @@ four components; when each spelled its command lines by hand, a flag renamed in 
 the others. Here, one function per component turns typed options into a ``Command``:
 
 * ``apiserver(...)``, ``scheduler(...)``, ``controller_manager(...)``, ``kubelet(...)``,
-  ``proxy(...)``, ``dns(...)``;
+  ``proxy(...)``, ``dns(...)``; ``node(kubelet(...), ...)``: a node's kubelet and proxy under
+  one supervisor (``kubelite node``, what each compose node runs);
 * ``Command.python()``: ``[sys.executable, "-m", "services.<name>", *flags]`` — what
   ``kubelite up``, the tests and the benchmarks run;
 * ``Command.kubelite()``: ``["<sub-command>", *flags]`` — what follows ``kubelite`` (the
@@ -36,6 +37,7 @@ __all__ = [
     "controller_manager",
     "dns",
     "kubelet",
+    "node",
     "proxy",
     "scheduler",
 ]
@@ -47,8 +49,10 @@ MODULES = {
     "kubelet": "services.kubelet",
     "proxy": "services.proxy",
     "dns": "services.dns",
+    "node": "kubelite.node",
 }
-"""Sub-command (and ready-line component name) -> the module ``python -m`` runs."""
+"""Sub-command (and ready-line component name) -> the module ``python -m`` runs (``node`` prints
+no ready line of its own: its kubelet and proxy print theirs)."""
 
 Value = str | int | float | bool | Path | Sequence[str] | None
 
@@ -285,3 +289,26 @@ def dns(
         ("healthz-port", healthz_port),
     )
     return Command("dns", (*args, *_log(log_level, verbosity), *extra))
+
+
+def node(
+    kubelet: Command,
+    *,
+    proxy_healthz_bind_address: str | None = None,
+    proxy_healthz_port: int | None = None,
+    proxy_nodeport_addresses: str | Sequence[str] | None = None,
+    proxy_kubeconfig: Path | str | None = None,
+    extra: Sequence[str] = (),
+) -> Command:
+    """``kubelite node``: the command line of ``kubelet`` (a ``kubelet(...)``) plus its proxy's
+    own flags; the proxy takes its apiserver connection, node name and log flags from the
+    kubelet's (``kubelite.node``)."""
+    if kubelet.component != "kubelet":
+        raise ValueError(f"node() wraps a kubelet command, not {kubelet.component!r}")
+    args = _flags(
+        ("proxy-healthz-bind-address", proxy_healthz_bind_address),
+        ("proxy-healthz-port", proxy_healthz_port),
+        ("proxy-nodeport-addresses", proxy_nodeport_addresses),
+        ("proxy-kubeconfig", proxy_kubeconfig),
+    )
+    return Command("node", (*kubelet.args, *args, *extra))

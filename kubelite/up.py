@@ -54,16 +54,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import ctypes
 import hashlib
 import ipaddress
 import json
 import os
-import random
-import signal
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -73,10 +70,9 @@ import uvloop
 from api.errors import StatusError
 from api.registry import REGISTRY, ResourceType
 from client.rest import ApiClient
-from component.errors import EXIT_CANNOT_LISTEN, EXIT_USAGE
 from component.flags import add_log_flags, duration, port, port_or_off
-from component.ready import Listening, Ready, parse_line
 from kubelite import cluster_pki, commands
+from kubelite.supervision import COLOURS, Child, Supervision
 
 __all__ = [
     "STOP_ORDER",
@@ -90,12 +86,6 @@ __all__ = [
     "plan",
 ]
 
-COLOURS = ("36", "33", "35", "32", "34", "31", "96", "93", "95", "92")
-
-# Back-off for a crashing child: 1 s doubling to 30 s, reset after 60 s of healthy running.
-RESTART_INITIAL = 1.0
-RESTART_MAX = 30.0
-RESTART_RESET_AFTER = 60.0
 STOP_ORDER = (
     ("kubelet",),
     ("controller-manager", "scheduler", "proxy", "dns"),
@@ -103,20 +93,12 @@ STOP_ORDER = (
 )
 """How ``up`` stops: kubelets first (they stop their pods), then the controllers, the proxy
 and the DNS, then the apiserver they all talk to."""
-USAGE_ERROR = EXIT_USAGE
-"""argparse's exit code: a child exiting with it right after starting has a bad command line."""
-CANNOT_LISTEN = EXIT_CANNOT_LISTEN
-"""A child that cannot bind its port exits with this (``component.errors``); not restarted."""
-USAGE_ERROR_WINDOW = 5.0
-"""Seconds after start within which exit code 2 counts as a usage error, not a crash."""
 # How long each child gets to exit after SIGTERM before SIGKILL. Kubelets stop their pods'
 # processes on the way out (SIGTERM, then SIGKILL after 10 s), so they get longer.
 STOP_GRACE = {"kubelet": 20.0}
-DEFAULT_STOP_GRACE = 10.0
 HEARTBEAT_SLACK = timedelta(seconds=2)
 """A node's Ready heartbeat counts as this run's if it is no older than the start minus this
 (heartbeats have one-second resolution on the wire)."""
-PR_SET_PDEATHSIG = 1
 STORE_SCHEMES = ("memory://", "sqlite://", "etcd://")
 RELIST_PAUSE = 0.5
 """Seconds before listing nodes again after the node watch broke (the apiserver restarting)."""
@@ -156,24 +138,6 @@ class Options:
     @property
     def secure_server(self) -> str:
         return f"https://{self.bind_address}:{self.secure_port}"
-
-
-@dataclass
-class Child:
-    """One supervised component: its command line and its running process, if any."""
-
-    name: str
-    kind: str
-    argv: list[str]
-    colour: str
-    process: asyncio.subprocess.Process | None = None
-    restarts: int = 0
-    stopping: bool = False
-    exited: asyncio.Event = field(default_factory=asyncio.Event)
-    ready: asyncio.Event = field(default_factory=asyncio.Event)
-    """Set when the running process printed its ``ready`` line (cleared at each start)."""
-    endpoints: dict[str, Listening] = field(default_factory=dict)
-    """What the child's ready lines said it listens on, by endpoint (``api``, ``health`` ...)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -542,122 +506,19 @@ def kubeconfig(server: str) -> str:
     return json.dumps(doc, indent=2) + "\n"
 
 
-def _die_with_parent() -> None:
-    """In the child before exec: SIGTERM us if the supervisor dies (Linux only)."""
-    with contextlib.suppress(Exception):
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-
-
-class Supervisor:
-    """Starts, watches, restarts and finally stops the children of one ``kubelite up``."""
+class Supervisor(Supervision):
+    """Starts, watches, restarts and finally stops the children of one ``kubelite up``
+    (``kubelite.supervision`` does the starting, restarting and stopping)."""
 
     def __init__(self, opts: Options) -> None:
-        self.opts = opts
-        self.children = plan(opts)
-        self.width = max(len(c.name) for c in self.children)
-        self.exit_code = 0
-        self._stopping = asyncio.Event()
-        self._tasks: list[asyncio.Task[None]] = []
-
-    # -- output --------------------------------------------------------------------------
-    def say(self, text: str) -> None:
-        """A line from the supervisor itself."""
-        prefix = "up".ljust(self.width)
-        if self.opts.colour:
-            prefix = f"\x1b[1m{prefix}\x1b[0m"
-        sys.stdout.write(f"{prefix} | {text}\n")
-        sys.stdout.flush()
-
-    def _prefix(self, child: Child) -> str:
-        name = child.name.ljust(self.width)
-        return f"\x1b[{child.colour}m{name}\x1b[0m" if self.opts.colour else name
-
-    async def _pump(self, child: Child, stream: asyncio.StreamReader) -> None:
-        prefix = self._prefix(child)
-        while True:
-            try:
-                line = await stream.readline()
-            except ValueError:  # a line longer than the reader's limit: print what we have
-                line = await stream.read(65536)
-            if not line:
-                return
-            text = line.decode("utf-8", "replace").rstrip("\n")
-            sys.stdout.write(f"{prefix} | {text}\n")
-            sys.stdout.flush()
-            self._note(child, text)
-
-    def _note(self, child: Child, text: str) -> None:
-        """Record what a child's ready lines say (``component.ready``)."""
-        said = parse_line(text)
-        if said is None or said.component != child.kind:
-            return
-        if isinstance(said, Listening):
-            child.endpoints[said.endpoint] = said
-        elif isinstance(said, Ready):
-            child.ready.set()
-
-    # -- lifecycle -----------------------------------------------------------------------
-    async def _spawn(self, child: Child) -> asyncio.subprocess.Process:
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        return await asyncio.create_subprocess_exec(
-            *child.argv,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            env=env,
-            # Own session: a terminal's Ctrl-C reaches the supervisor only, which then stops
-            # the children in order instead of all at once.
-            start_new_session=True,
-            preexec_fn=_die_with_parent,
+        super().__init__(
+            plan(opts),
+            own_name="up",
+            whole="the cluster",
+            colour=opts.colour,
+            stop_grace=STOP_GRACE,
         )
-
-    async def _run_child(self, child: Child) -> None:
-        """Keep one child running until the supervisor stops."""
-        delay = RESTART_INITIAL
-        loop = asyncio.get_running_loop()
-        while not self._stopping.is_set():
-            child.exited.clear()
-            child.ready.clear()
-            child.endpoints.clear()
-            child.process = await self._spawn(child)
-            started = loop.time()
-            assert child.process.stdout is not None
-            await self._pump(child, child.process.stdout)
-            code = await child.process.wait()
-            child.exited.set()
-            if self._stopping.is_set() or child.stopping:
-                return
-            if code == USAGE_ERROR and loop.time() - started < USAGE_ERROR_WINDOW:
-                self.say(
-                    f"{child.name} exited with a usage error (code {code}); restarting it "
-                    "cannot help, so the cluster stops — fix the flags above"
-                )
-                self.exit_code = USAGE_ERROR
-                self._stopping.set()
-                return
-            if code == CANNOT_LISTEN:
-                self.say(
-                    f"{child.name} cannot listen on its port (code {code}; its line above says "
-                    "why); restarting it cannot help, so the cluster stops — free the port or "
-                    "choose another (0 picks a free one)"
-                )
-                self.exit_code = CANNOT_LISTEN
-                self._stopping.set()
-                return
-            if loop.time() - started > RESTART_RESET_AFTER:
-                delay = RESTART_INITIAL
-            child.restarts += 1
-            wait = delay * random.uniform(0.8, 1.2)
-            self.say(
-                f"{child.name} exited with code {code}; restarting in {wait:.1f}s "
-                f"(restart #{child.restarts})"
-            )
-            delay = min(delay * 2, RESTART_MAX)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stopping.wait(), timeout=wait)
-
-    def _start(self, child: Child) -> None:
-        self._tasks.append(asyncio.create_task(self._run_child(child), name=f"up:{child.name}"))
+        self.opts = opts
 
     async def _watch_nodes_ready(
         self, client: ApiClient, *, wanted: set[str], since: datetime
@@ -789,39 +650,6 @@ class Supervisor:
         for child in self.children:
             child.argv = argv[child.name]
 
-    def _on_signal(self, signame: str) -> None:
-        if not self._stopping.is_set():
-            self._stopping.set()
-            return
-        self.say(f"{signame} again: killing every process now")
-        for child in self.children:
-            proc = child.process
-            if proc is not None and proc.returncode is None:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-
-    async def _stop(self) -> None:
-        """Stop kubelets first (they stop their pods), then controllers, then the apiserver."""
-        self._stopping.set()
-        for kinds in STOP_ORDER:
-            await asyncio.gather(*(self._stop_child(c) for c in self.children if c.kind in kinds))
-
-    async def _stop_child(self, child: Child) -> None:
-        child.stopping = True
-        proc = child.process
-        if proc is None or proc.returncode is not None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            proc.send_signal(signal.SIGTERM)
-        grace = STOP_GRACE.get(child.kind, DEFAULT_STOP_GRACE)
-        try:
-            await asyncio.wait_for(proc.wait(), timeout=grace)
-        except TimeoutError:
-            self.say(f"{child.name} did not stop within {grace:.0f}s; killing it")
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            await proc.wait()
-
     async def run(self) -> int:
         opts = self.opts
         opts.state_dir.mkdir(parents=True, exist_ok=True)
@@ -829,9 +657,7 @@ class Supervisor:
         if opts.secure_port != -1:
             await asyncio.to_thread(self._pki)  # the apiserver reads its certificates at start
 
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, self._on_signal, sig.name)
+        self.handle_signals()
 
         self.say(
             f"starting {len(self.children)} processes "
@@ -844,10 +670,7 @@ class Supervisor:
             self.say(
                 "stopping: kubelets first (and their pods), then controllers, then the apiserver"
             )
-            await self._stop()
-            for task in self._tasks:
-                task.cancel()
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+            await self.stop_in_order(STOP_ORDER)
             self.say("stopped")
         return self.exit_code
 
