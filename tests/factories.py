@@ -13,15 +13,23 @@ the scheduler's cache types. Nothing here talks to a server.
 
 from __future__ import annotations
 
+import datetime
+from pathlib import Path
 from typing import Any
 
 import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from component import pki
 from services.scheduler.nodeinfo import NodeInfo, PodInfo
 
 __all__ = [
     "ECHO_PORT",
     "Obj",
+    "client_cert",
     "container",
     "controlled_by",
     "deployment",
@@ -613,3 +621,45 @@ def role_binding(
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": role},
         "subjects": [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": user}],
     }
+
+
+def client_cert(
+    ca: pki.CertificateAuthority,
+    directory: Path,
+    *,
+    user: str,
+    groups: tuple[str, ...] = (),
+    valid_days: tuple[int, int] = (-1, 1),
+    usage: x509.ObjectIdentifier | None = ExtendedKeyUsageOID.CLIENT_AUTH,
+) -> pki.KeyPair:
+    """A client certificate signed by ``ca`` as a test needs it, unlike ``pki``'s: valid from
+    ``valid_days[0]`` to ``valid_days[1]`` days from now (both negative: expired), with the
+    extended key ``usage`` (``None``: no such extension), in ``directory/<user>.crt/.key``."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = datetime.datetime.now(datetime.UTC)
+    subject = [x509.NameAttribute(NameOID.COMMON_NAME, user)]
+    subject += [x509.NameAttribute(NameOID.ORGANIZATION_NAME, g) for g in groups]
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name(subject))
+        .issuer_name(ca.certificate.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now + datetime.timedelta(days=valid_days[0]))
+        .not_valid_after(now + datetime.timedelta(days=valid_days[1]))
+    )
+    if usage is not None:
+        builder = builder.add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+    files = pki.KeyPair(directory / f"{user}.crt", directory / f"{user}.key")
+    files.cert.write_bytes(
+        builder.sign(ca.key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM)
+    )
+    pki.write_private(
+        files.key,
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        ),
+    )
+    return files

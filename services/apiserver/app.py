@@ -37,6 +37,7 @@ from typing import Any
 from aiohttp import web
 
 from api.registry import REGISTRY, Registry
+from component.client_certificates import load_authorities
 from component.errors import Fatal
 from component.tasks import TaskGroup
 from services.apiserver.audit import AuditLog, AuditWriter, setup_audit
@@ -187,7 +188,9 @@ def _authentication(options: ServerOptions, keys: TokenKeys | None) -> Authentic
     """The secure port's authenticators (the insecure port's requests skip them)."""
     tokens = StaticTokens.load(options.token_auth_file) if options.token_auth_file else None
     return Authentication(
-        client_certificates=options.client_ca_file is not None,
+        client_authorities=(
+            load_authorities(options.client_ca_file) if options.client_ca_file else ()
+        ),
         tokens=tokens or StaticTokens(),
         service_accounts=keys,
         anonymous=options.anonymous_auth,

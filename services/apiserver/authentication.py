@@ -7,10 +7,12 @@ plain-HTTP port is ``identity.INSECURE_SUPERUSER``, as Kubernetes' insecure port
 
 What it owns, in the order Kubernetes' union authenticator asks them:
 
-* **x509 client certificates**: the TLS handshake already checked the chain against
-  ``--client-ca-file`` (a certificate from another CA, or expired, fails the handshake itself,
-  so such a client never gets an HTTP answer); here the certificate must allow client
-  authentication; the user is its CN, the groups its O values;
+* **x509 client certificates**: the handshake takes any certificate (``serving``); here it must
+  verify against ``--client-ca-file`` as Go's ``x509.Verify`` does for kube-apiserver
+  (``component.client_certificates``: signed by a CA of the file, within its validity, for
+  client authentication) and have a CN; the user is its CN, the groups its O values. One that
+  does not is a wrong credential like a wrong token: 401, unless a bearer token authenticates
+  the request (Kubernetes' union authenticator takes the first authenticator that succeeds);
 * **static tokens** (``--token-auth-file``): a CSV of ``token,user,uid[,"group1,group2"]``,
   read once at start;
 * **service-account tokens**: JWTs ``service_account_tokens`` verifies, then the service
@@ -22,7 +24,8 @@ What it owns, in the order Kubernetes' union authenticator asks them:
   ``system:anonymous`` in ``system:unauthenticated``; authorization then decides. Off, it is 401.
 
 Credentials that are present but wrong (an unknown token, a token past its expiry or whose pod
-is gone) are 401 ``Unauthorized`` — never a fall back to anonymous. Every authenticated user
+is gone, a client certificate that does not verify) are 401 ``Unauthorized`` — never a fall
+back to anonymous. Every authenticated user
 also gets ``system:authenticated``. The reason a credential was refused is logged, never sent
 with the 401.
 
@@ -41,6 +44,7 @@ bootstrap tokens.
 from __future__ import annotations
 
 import csv
+import datetime
 import json
 import logging
 import ssl
@@ -53,9 +57,10 @@ import jwt
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 from cryptography import x509
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from cryptography.x509.oid import NameOID
 
 from api.errors import Unauthorized
+from component.client_certificates import UntrustedCertificate, verify_client_certificate
 from services.apiserver.context import CONTEXT, ApiContext
 from services.apiserver.identity import (
     ANONYMOUS,
@@ -144,8 +149,11 @@ class StaticTokens:
         return cls(users=users)
 
 
-def _certificate_user(request: web.Request) -> UserInfo | None:
-    """The user of the verified client certificate, if the client sent one."""
+def _certificate_user(
+    request: web.Request, authorities: Sequence[x509.Certificate], *, now: float
+) -> UserInfo | None:
+    """The user of the client certificate, if the client sent one; ``InvalidCredentials`` if
+    it does not verify against ``authorities``."""
     transport = request.transport
     ssl_object = transport.get_extra_info("ssl_object") if transport is not None else None
     if not isinstance(ssl_object, ssl.SSLObject | ssl.SSLSocket):
@@ -153,13 +161,11 @@ def _certificate_user(request: web.Request) -> UserInfo | None:
     der = ssl_object.getpeercert(binary_form=True)
     if not der:
         return None
-    cert = x509.load_der_x509_certificate(der)
+    at = datetime.datetime.fromtimestamp(now, datetime.UTC)
     try:
-        usages = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
-    except x509.ExtensionNotFound:
-        usages = None
-    if usages is not None and ExtendedKeyUsageOID.CLIENT_AUTH not in usages:
-        raise InvalidCredentials("the client certificate does not allow client authentication")
+        cert = verify_client_certificate(der, authorities, now=at)
+    except UntrustedCertificate as exc:
+        raise InvalidCredentials(f"client certificate: {exc}") from None
     names = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
     if not names or not str(names[0].value):
         raise InvalidCredentials("the client certificate has no common name")
@@ -179,7 +185,8 @@ def _bearer_token(request: web.Request) -> str | None:
 class Authentication:
     """The secure port's authenticators (see the module docstring)."""
 
-    client_certificates: bool = True
+    client_authorities: tuple[x509.Certificate, ...] = ()
+    """``--client-ca-file``'s certificates; none: client certificates authenticate nobody."""
     tokens: StaticTokens = field(default_factory=StaticTokens)
     service_accounts: TokenKeys | None = None
     anonymous: bool = True
@@ -187,16 +194,27 @@ class Authentication:
     """The audiences a token is good for when a TokenReview names none (``--api-audiences``)."""
 
     async def authenticate(self, request: web.Request, ctx: ApiContext) -> UserInfo:
-        """The user ``request`` comes from; ``InvalidCredentials`` for wrong credentials, and
-        for none when anonymous requests are off."""
-        if self.client_certificates:
-            user = _certificate_user(request)
-            if user is not None:
-                return _with_authenticated(user)
+        """The user ``request`` comes from; ``InvalidCredentials`` for wrong credentials (a
+        client certificate or a bearer token — the first that authenticates wins), and for
+        none when anonymous requests are off."""
+        refused: InvalidCredentials | None = None
+        if self.client_authorities:
+            try:
+                user = _certificate_user(request, self.client_authorities, now=ctx.clock())
+            except InvalidCredentials as exc:
+                refused = exc
+            else:
+                if user is not None:
+                    return _with_authenticated(user)
         token = _bearer_token(request)
         if token is not None:
-            reviewed = await self.review_token(token, audiences=self.api_audiences, ctx=ctx)
+            try:
+                reviewed = await self.review_token(token, audiences=self.api_audiences, ctx=ctx)
+            except InvalidCredentials as exc:
+                raise InvalidCredentials(f"{refused}; {exc}" if refused else str(exc)) from None
             return reviewed.user
+        if refused is not None:
+            raise refused
         if not self.anonymous:
             raise InvalidCredentials("no credentials, and anonymous requests are off")
         return ANONYMOUS

@@ -13,8 +13,13 @@ What it owns:
   localhost, the ``kubernetes`` Service's ClusterIP (the range's first address), ``kubernetes``,
   ``kubernetes.default``, ``.svc`` and ``.svc.cluster.local``, and the bind addresses;
 * ``with_self_made_pki``: the options with every missing file filled in from the cert dir;
-* ``server_ssl_context``: TLS 1.2 or later; a client certificate is asked for but optional
-  and, when sent, must chain to ``--client-ca-file`` (the handshake refuses one that does not).
+* ``server_ssl_context``: TLS 1.2 or later; a client certificate is asked for but optional,
+  and taken whatever it is (``component.client_certificates``), as Go's
+  ``tls.RequestClientCert`` takes it for kube-apiserver: ``authentication`` then verifies it
+  against ``--client-ca-file``, so one from another CA, expired, or not for client
+  authentication gets a 401 ``Status``. Where the handshake cannot be made to take any
+  certificate (see that module), it verifies against ``--client-ca-file`` itself and refuses
+  one that does not chain — said once in the log at start.
 
 Limits: the context is built once at start; renewed files are read on the next start.
 """
@@ -22,14 +27,18 @@ Limits: the context is built once at start; renewed files are read on the next s
 from __future__ import annotations
 
 import ipaddress
+import logging
 import ssl
 from dataclasses import replace
 from pathlib import Path
 
 from component import pki
+from component.client_certificates import request_client_certificates
 from services.apiserver.context import ServerOptions
 
 __all__ = ["is_loopback", "server_ssl_context", "serving_hosts", "with_self_made_pki"]
+
+log = logging.getLogger(__name__)
 
 KUBERNETES_NAMES = (
     "kubernetes",
@@ -90,4 +99,9 @@ def server_ssl_context(options: ServerOptions) -> ssl.SSLContext:
     if options.client_ca_file is not None:
         context.load_verify_locations(cafile=options.client_ca_file)
         context.verify_mode = ssl.CERT_OPTIONAL
+        if not request_client_certificates(context):
+            log.warning(
+                "this Python's ssl cannot take an unverified client certificate: the TLS "
+                "handshake refuses one that does not chain to --client-ca-file (not a 401)"
+            )
     return context

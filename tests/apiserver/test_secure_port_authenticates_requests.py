@@ -3,7 +3,9 @@
 Counted over real HTTPS on loopback: the serving certificate verifies against the CA the
 apiserver made in ``<state-dir>/pki`` (and not without it); anonymous requests reach only the
 public health and version paths (403 elsewhere, 401 with ``--anonymous-auth=false``); a client
-certificate from another CA is refused in the handshake; a wrong bearer token is 401 while a
+certificate from another CA, expired, or for servers only is 401 (not a failed handshake, and
+not anonymous; curl and the official client see the Status), unless a good bearer token comes
+with it; a wrong bearer token is 401 while a
 ``--token-auth-file`` token, an admin certificate (also through the official client and
 kubectl with a kubeconfig) and a TokenRequest token are let in — the latter no longer once
 its bound pod is deleted, or once expired, or when signed by another key.
@@ -23,11 +25,12 @@ from typing import Any
 
 import jwt
 import pytest
+from cryptography.x509.oid import ExtendedKeyUsageOID
 from kubernetes import client as k8s
 
 from component import pki
 from kubelite.testing import ComponentProcess, Processes
-from tests.factories import pod
+from tests.factories import client_cert, pod
 
 TOKEN = "s3cret-token-for-tests"
 DISCOVERY = "/api"
@@ -129,15 +132,76 @@ def test_credentials_that_do_not_check_out_are_401(secure_server: ComponentProce
     }
 
 
-def test_a_client_certificate_from_another_ca_fails_the_handshake(
+def _wrong_certificates(server: ComponentProcess, directory: Path) -> dict[str, pki.KeyPair]:
+    """Client certificates that authenticate nobody, each named for why."""
+    assert server.state_dir is not None
+    ours = pki.ensure_ca(server.state_dir / "pki")
+    other = pki.ensure_ca(directory / "other-ca")
+    return {
+        "another CA": pki.ensure_client_cert(
+            other, directory, name="stranger", user="kubernetes-admin", groups=["system:masters"]
+        ),
+        "expired": client_cert(
+            ours, directory, user="expired", groups=("system:masters",), valid_days=(-3, -1)
+        ),
+        "server only": client_cert(
+            ours,
+            directory,
+            user="server-only",
+            groups=("system:masters",),
+            usage=ExtendedKeyUsageOID.SERVER_AUTH,
+        ),
+    }
+
+
+def test_a_client_certificate_that_does_not_verify_is_401(
     secure_server: ComponentProcess, tmp_path: Path
 ) -> None:
-    other = pki.ensure_ca(tmp_path)
-    stranger = pki.ensure_client_cert(
-        other, tmp_path, name="admin", user="kubernetes-admin", groups=["system:masters"]
+    """The handshake takes it (as Go's RequestClientCert); authentication refuses it — with
+    Kubernetes' 401 Status, whatever anonymous requests may do, unless a token is good."""
+    for why, cert in _wrong_certificates(secure_server, tmp_path).items():
+        context = _tls(secure_server, cert=cert)
+        code, status = _call(secure_server, "/api/v1/namespaces", context=context)
+        assert (code, status["reason"]) == (401, "Unauthorized"), why
+        assert _call(secure_server, "/version", context=context)[0] == 401, why
+        assert _call(secure_server, DISCOVERY, token=TOKEN, context=context)[0] == 200, why
+
+
+def test_curl_and_the_official_client_get_401_for_a_stranger_certificate(
+    secure_server: ComponentProcess, tmp_path: Path
+) -> None:
+    stranger = _wrong_certificates(secure_server, tmp_path)["another CA"]
+    assert secure_server.state_dir is not None
+    url = f"https://127.0.0.1:{secure_server.port_of('secure')}/api/v1/namespaces"
+    curl = subprocess.run(
+        [
+            "curl",
+            "-sS",
+            "--cacert",
+            str(secure_server.state_dir / "pki" / "ca.crt"),
+            "--cert",
+            str(stranger.cert),
+            "--key",
+            str(stranger.key),
+            "-w",
+            "\n%{http_code}",
+            url,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
-    with pytest.raises((urllib.error.URLError, ssl.SSLError, ConnectionError)):
-        _call(secure_server, "/api/v1/namespaces", context=_tls(secure_server, cert=stranger))
+    assert curl.returncode == 0, curl.stderr
+    body, code = curl.stdout.rsplit("\n", 1)
+    assert code == "401"
+    assert json.loads(body)["reason"] == "Unauthorized"
+
+    kubeconfig = _kubeconfig(secure_server, tmp_path / "kubeconfig", user=stranger)
+    with k8s.ApiClient(_official_config(kubeconfig)) as api:
+        with pytest.raises(k8s.ApiException) as refused:
+            k8s.CoreV1Api(api).list_namespace()
+    assert refused.value.status == 401
 
 
 def test_a_static_token_and_an_admin_certificate_authenticate(
@@ -152,8 +216,8 @@ def test_a_static_token_and_an_admin_certificate_authenticate(
     assert "kube-system" in {item["metadata"]["name"] for item in namespaces["items"]}
 
 
-def _kubeconfig(server: ComponentProcess, path: Path) -> Path:
-    admin = _admin(server)
+def _kubeconfig(server: ComponentProcess, path: Path, *, user: pki.KeyPair | None = None) -> Path:
+    admin = user or _admin(server)
     assert server.state_dir is not None
 
     def data(file: Path) -> str:
