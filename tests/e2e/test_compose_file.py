@@ -4,7 +4,8 @@ Three independent checks: docker-compose itself validates the file against the c
 schema (offline); every service's command is exactly what the one argv source
 (``kubelite.commands``) produces for the compose settings; and it is a real ``kubelite``
 sub-command whose flags parse with that component's own argument parser, with ports and URLs
-agreeing across services.
+agreeing across services (a node runs ``kubelite node``: its kubelet's flags and the proxy it
+derives from them are both checked, and its health check asks both).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from urllib.parse import urlparse
 import pytest
 import yaml
 
-from kubelite import commands
+from kubelite import commands, node
 from kubelite.cli import COMMANDS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,10 +43,20 @@ def test_compose_schema_is_valid() -> None:
 
 
 def _parse(command: list[str]):
+    """The flags of ``command``; a node's are its kubelet's (``_node_proxy`` reads the rest)."""
     sub, *flags = command
     assert sub in COMMANDS, f"{sub!r} is not a kubelite sub-command"
+    if sub == "node":
+        return _parse(node.parse_options(flags).kubelet.kubelite())
     module = importlib.import_module(COMMANDS[sub])
     return module.build_parser().parse_args(flags)
+
+
+def _node_proxy(command: list[str]):
+    """The flags of the proxy a ``kubelite node`` command line starts."""
+    sub, *flags = command
+    assert sub == "node", command
+    return _parse(node.parse_options(flags).proxy.kubelite())
 
 
 def test_every_service_runs_a_kubelite_command_whose_flags_parse(compose: dict) -> None:
@@ -72,15 +83,18 @@ def test_every_command_is_what_the_argv_source_builds(compose: dict) -> None:
         "controller-manager": commands.controller_manager(server=server, healthz_port=10257),
         "scheduler": commands.scheduler(server=server, healthz_port=10259),
         **{
-            node: commands.kubelet(
-                server=server,
-                node_name=node,
-                node_ip=node,
-                runtime="process",
-                state_dir="/var/lib/kubelet",
-                address="0.0.0.0",
-                port=10250,
-                healthz_port=10248,
+            node: commands.node(
+                commands.kubelet(
+                    server=server,
+                    node_name=node,
+                    node_ip=node,
+                    runtime="process",
+                    state_dir="/var/lib/kubelet",
+                    address="0.0.0.0",
+                    port=10250,
+                    healthz_port=10248,
+                ),
+                proxy_healthz_port=10256,
             )
             for node in ("node1", "node2")
         },
@@ -103,19 +117,29 @@ def test_ports_and_urls_agree(compose: dict) -> None:
         url = urlparse(server)
         assert (url.hostname, url.port) == ("apiserver", api.insecure_port), name
         assert services[name]["depends_on"]["apiserver"]["condition"] == "service_healthy"
-    for node in ("node1", "node2"):
-        args = _parse(services[node]["command"])
-        assert args.node_name == node
+    for name in ("node1", "node2"):
+        args = _parse(services[name]["command"])
+        assert args.node_name == name
         assert args.runtime == "process"
+        proxy = _node_proxy(services[name]["command"])  # the node's proxy: same apiserver
+        assert proxy.server == args.server and proxy.node_names == {name}, name
     health = services["apiserver"]["healthcheck"]["test"]
     assert f"127.0.0.1:{api.insecure_port}/readyz" in health[-1]
     assert "6443" in published  # the HTTPS port's place, for when TLS lands
 
 
-def _health_url(service: dict) -> str:
+def _health_urls(service: dict) -> list[str]:
     test = service["healthcheck"]["test"]
-    assert test[0] == "CMD" and test[1] == "curl", test
-    return test[-1]
+    assert test[:3] == ["CMD", "curl", "-fsS"], test
+    urls = [arg for arg in test[3:] if not arg.startswith("-")]
+    if len(urls) > 1:  # curl's status is its last URL's unless told to stop at the first failure
+        assert "--fail-early" in test, test
+    return urls
+
+
+def _health_url(service: dict) -> str:
+    [url] = _health_urls(service)
+    return url
 
 
 def test_health_checks_probe_what_each_component_serves(compose: dict) -> None:
@@ -126,13 +150,18 @@ def test_health_checks_probe_what_each_component_serves(compose: dict) -> None:
     )
     sched = _parse(services["scheduler"]["command"])
     assert _health_url(services["scheduler"]) == f"http://127.0.0.1:{sched.healthz_port}/healthz"
-    for node in ("node1", "node2"):
-        kubelet = _parse(services[node]["command"])
-        assert _health_url(services[node]) == f"http://127.0.0.1:{kubelet.healthz_port}/healthz"
+    for name in ("node1", "node2"):
+        kubelet = _parse(services[name]["command"])
+        proxy = _node_proxy(services[name]["command"])
+        # a node is healthy when both its agents are: the kubelet's and the proxy's /healthz
+        assert _health_urls(services[name]) == [
+            f"http://127.0.0.1:{kubelet.healthz_port}/healthz",
+            f"http://{proxy.healthz_bind_address}:{proxy.healthz_port}/healthz",
+        ]
         # the apiserver proxies logs and exec to the node's InternalIP and kubelet port: the
         # kubelet must listen beyond its own loopback and advertise a name the network resolves
         assert kubelet.address == "0.0.0.0"
-        assert kubelet.node_ip == services[node]["hostname"] == node
+        assert kubelet.node_ip == services[name]["hostname"] == name
     for name, service in services.items():
         assert service["restart"] in ("always", "unless-stopped", "on-failure"), name
         assert service["healthcheck"]["retries"] >= 1, name
