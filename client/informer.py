@@ -5,7 +5,7 @@ changes" (handlers), without each of them listing and watching on its own. This 
 ``SharedIndexInformer`` cut down to what kubelite needs:
 
 * ``Informer(client, rt, field_selector=..., indexers=...)``; ``add_handler(on_add=...,
-  on_update=..., on_delete=...)``; ``await informer.run()`` (or ``informer.start()`` for a
+  on_update=..., on_delete=...)`` or ``add_handler(on_change=...)``; ``await informer.run()`` (or ``informer.start()`` for a
   named task); ``await informer.wait_synced()``; then read with ``get(key)``, ``list()``,
   ``by_index("nodeName", "node1")``.
 * Built-in indexes: ``namespace`` always, ``nodeName`` (``spec.nodeName``) for pods.
@@ -14,7 +14,9 @@ changes" (handlers), without each of them listing and watching on its own. This 
   DELETED for an unknown key is ignored. On a relist (``replace``) the informer diffs: new keys
   are adds, changed resourceVersions updates, and keys that vanished while the reflector was
   away are deletes (their last known state, as client-go's ``DeletedFinalStateUnknown``
-  carries). Unchanged objects raise nothing.
+  carries). Unchanged objects raise nothing. ``on_change(obj)`` is the shorthand for the
+  common handler that only enqueues: called on add, on update (with the new object) and on
+  delete.
 * ``resync_period``: every period, ``on_update(obj, obj)`` for every cached object — a replay of
   the *cache*, never a relist (controllers use it to retry level-triggered work).
 * A handler added after sync first gets ``on_add`` for every cached object.
@@ -118,7 +120,14 @@ class Informer:
         on_add: OnAdd | None = None,
         on_update: OnUpdate | None = None,
         on_delete: OnDelete | None = None,
+        on_change: OnAdd | None = None,
     ) -> None:
+        if on_change is not None:
+            if on_add or on_update or on_delete:
+                raise TypeError("on_change stands for on_add, on_update and on_delete together")
+            changed = on_change
+            on_add, on_delete = changed, changed
+            on_update = lambda _old, new: changed(new)  # noqa: E731
         handler = _Handler(on_add, on_update, on_delete)
         self._handlers.append(handler)
         if on_add is not None:

@@ -86,11 +86,7 @@ class ClusterRoleAggregationController:
         self.rt = REGISTRY.require("rbac.authorization.k8s.io", "ClusterRole")
         self.roles = informers.get(self.rt)
         self.queue: WorkQueue[str] = WorkQueue(name="ClusterRoleAggregator")
-        self.roles.add_handler(
-            on_add=self._changed,
-            on_update=lambda _old, new: self._changed(new),
-            on_delete=self._changed,
-        )
+        self.roles.add_handler(on_change=self._changed)
 
     async def run(self) -> None:
         await Controller(

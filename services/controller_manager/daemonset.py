@@ -186,11 +186,7 @@ class DaemonSetController:
         self.nodes.add_handler(
             on_add=self._node_added, on_update=self._node_updated, on_delete=self._node_deleted
         )
-        self.revisions.add_handler(
-            on_add=self._revision_changed,
-            on_update=lambda _old, new: self._revision_changed(new),
-            on_delete=self._revision_changed,
-        )
+        self.revisions.add_handler(on_change=self._revision_changed)
 
     async def run(self) -> None:
         await Controller(

@@ -100,9 +100,7 @@ class DeploymentController:
         triggers = DeploymentTriggers(
             deployments=self.deployments, rss=self.rss, enqueue=self._enqueue
         )
-        self.deployments.add_handler(
-            on_add=self._enqueue, on_update=lambda _o, n: self._enqueue(n), on_delete=self._enqueue
-        )
+        self.deployments.add_handler(on_change=self._enqueue)
         self.rss.add_handler(
             on_add=triggers.rs_added, on_update=triggers.rs_updated, on_delete=triggers.rs_deleted
         )

@@ -127,11 +127,7 @@ class DisruptionController:
         )
         self.caches = [self.pods, self.budgets, *owners.values()]
         self.queue: WorkQueue[str] = WorkQueue(name="disruption")
-        self.budgets.add_handler(
-            on_add=self._enqueue,
-            on_update=lambda _old, new: self._enqueue(new),
-            on_delete=self._enqueue,
-        )
+        self.budgets.add_handler(on_change=self._enqueue)
         self.pods.add_handler(
             on_add=self._pod_changed,
             on_update=self._pod_updated,

@@ -144,11 +144,7 @@ def enqueue_services_and_their_pods(
         for key in services_selecting(services.by_index(NAMESPACE_INDEX, namespace), old, new):
             queue.add(key)
 
-    services.add_handler(
-        on_add=service_changed,
-        on_update=lambda _old, new: service_changed(new),
-        on_delete=service_changed,
-    )
+    services.add_handler(on_change=service_changed)
     pods.add_handler(
         on_add=lambda pod: pod_changed(None, pod),
         on_update=pod_changed,

@@ -130,11 +130,7 @@ class EndpointSliceController:
         self.writer = SliceWriter(client)
         self.queue: WorkQueue[str] = WorkQueue(name="endpointslice")
         enqueue_services_and_their_pods(self.queue, services=self.services, pods=self.pods)
-        self.slices.add_handler(
-            on_add=self._slice_changed,
-            on_update=lambda _old, new: self._slice_changed(new),
-            on_delete=self._slice_changed,
-        )
+        self.slices.add_handler(on_change=self._slice_changed)
 
     async def run(self) -> None:
         await Controller(

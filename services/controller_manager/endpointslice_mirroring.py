@@ -105,16 +105,8 @@ class EndpointSliceMirroringController:
         self.writer = SliceWriter(client)
         self.queue: WorkQueue[str] = WorkQueue(name="endpointslice-mirroring")
         for informer in (self.endpoints, self.services):
-            informer.add_handler(
-                on_add=self._enqueue,
-                on_update=lambda _old, new: self._enqueue(new),
-                on_delete=self._enqueue,
-            )
-        self.slices.add_handler(
-            on_add=self._slice_changed,
-            on_update=lambda _old, new: self._slice_changed(new),
-            on_delete=self._slice_changed,
-        )
+            informer.add_handler(on_change=self._enqueue)
+        self.slices.add_handler(on_change=self._slice_changed)
 
     async def run(self) -> None:
         await Controller(

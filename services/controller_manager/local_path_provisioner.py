@@ -52,12 +52,6 @@ from typing import Any
 from api.errors import AlreadyExists, NotFound
 from api.registry import REGISTRY
 from api.storage import LOCAL_PATH_PROVISIONER, LOCAL_PATH_ROOT_ANNOTATION
-from client.backoff import Backoff, BackoffPolicy
-from client.controller import run_controllers
-from client.events import EventRecorder
-from client.rest import ApiClient
-from client.workqueue import WorkQueue
-from services.controller_manager.informers import SharedInformers
 from api.volume_matching import (
     ANN_PROVISIONED_BY,
     ANN_SELECTED_NODE,
@@ -67,6 +61,12 @@ from api.volume_matching import (
     claim_key,
     claim_reference,
 )
+from client.backoff import Backoff, BackoffPolicy
+from client.controller import run_controllers
+from client.events import EventRecorder
+from client.rest import ApiClient
+from client.workqueue import WorkQueue
+from services.controller_manager.informers import SharedInformers
 
 __all__ = ["LOCAL_PATH_ROOT_ANNOTATION", "LocalPathProvisioner", "helper_pod_name"]
 
@@ -153,11 +153,7 @@ class LocalPathProvisioner:
         self.volumes.add_handler(
             on_add=self._volume_changed, on_update=lambda _old, new: self._volume_changed(new)
         )
-        self.pods.add_handler(
-            on_add=self._pod_changed,
-            on_update=lambda _old, new: self._pod_changed(new),
-            on_delete=self._pod_changed,
-        )
+        self.pods.add_handler(on_change=self._pod_changed)
 
     async def run(self) -> None:
         await run_controllers(

@@ -60,11 +60,6 @@ from typing import Any
 
 from api.errors import NotFound
 from api.registry import REGISTRY
-from client.controller import run_controllers
-from client.events import EventRecorder, EventType
-from client.rest import ApiClient
-from client.workqueue import WorkQueue
-from services.controller_manager.informers import SharedInformers
 from api.volume_matching import (
     ANN_BIND_COMPLETED,
     ANN_BOUND_BY_CONTROLLER,
@@ -79,6 +74,11 @@ from api.volume_matching import (
     is_bound_to,
     unsatisfied_by,
 )
+from client.controller import run_controllers
+from client.events import EventRecorder, EventType
+from client.rest import ApiClient
+from client.workqueue import WorkQueue
+from services.controller_manager.informers import SharedInformers
 
 __all__ = ["CLAIMS", "VOLUMES", "PersistentVolumeController"]
 

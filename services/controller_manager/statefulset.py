@@ -97,11 +97,7 @@ class StatefulSetController:
             history=self.history,
         )
         self.queue: WorkQueue[str] = WorkQueue(name="statefulset")
-        self.sets.add_handler(
-            on_add=self._enqueue,
-            on_update=lambda _old, new: self._enqueue(new),
-            on_delete=self._enqueue,
-        )
+        self.sets.add_handler(on_change=self._enqueue)
         self.pods.add_handler(
             on_add=self._pod_added, on_update=self._pod_updated, on_delete=self._pod_deleted
         )

@@ -99,11 +99,7 @@ class ProxyService:
             name="endpointslices",
             indexers={SERVICE_INDEX: slice_service_key},
         )
-        self.services.add_handler(
-            on_add=self._service_changed,
-            on_update=lambda _old, new: self._service_changed(new),
-            on_delete=self._service_changed,
-        )
+        self.services.add_handler(on_change=self._service_changed)
         self.slices.add_handler(
             on_add=self._slice_changed,
             on_update=self._slice_moved,

@@ -101,6 +101,38 @@ async def test_a_late_handler_gets_adds_for_the_cache_and_resync_replays_without
         await asyncio.gather(task, return_exceptions=True)
 
 
+async def test_on_change_hears_adds_updates_and_deletes_with_the_latest_object(
+    client: ApiClient,
+) -> None:
+    assert PODS is not None
+    informer = Informer(client, PODS)
+    with pytest.raises(TypeError):
+        informer.add_handler(on_change=print, on_add=print)
+    changes: list[tuple[str, str]] = []
+    heard_four = asyncio.Event()
+
+    def on_change(obj: dict[str, Any]) -> None:
+        changes.append((obj["metadata"]["name"], obj["metadata"]["labels"]["app"]))
+        if len(changes) == 4:
+            heard_four.set()
+
+    informer.add_handler(on_change=on_change)
+    task = informer.start()
+    try:
+        await informer.wait_synced()
+        created = await client.create(PODS, on_node("a", "node1"))
+        created["metadata"]["labels"]["app"] = "db"
+        updated = await client.update(PODS, created)
+        updated["metadata"]["labels"]["app"] = "gone"
+        await client.update(PODS, updated)
+        await client.delete(PODS, "a", namespace="default", grace_period_seconds=0)
+        await heard_four.wait()  # add, update, update, delete
+        assert changes == [("a", "web"), ("a", "db"), ("a", "gone"), ("a", "gone")]
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
 async def test_controller_reconciles_each_key_once_at_a_time_retries_and_drains(
     client: ApiClient,
 ) -> None:
