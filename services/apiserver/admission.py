@@ -11,6 +11,9 @@ Kubernetes' DefaultStorageClass plugin is here too: a PersistentVolumeClaim crea
 class annotated ``storageclass.kubernetes.io/is-default-class: "true"`` — the newest one if
 several are, as Kubernetes picks since 1.26 — and none when no class is the default.
 
+New pods pass Kubernetes' ServiceAccount plugin (``serviceaccount_admission``): an account,
+and its token volume.
+
 Limits: the namespace is looked up in the namespaces watch cache, falling back to the store,
 so a namespace created a moment ago is found; a namespace deleted concurrently with a create
 may still admit it (the same race exists in Kubernetes — the namespace controller cleans up).
@@ -24,6 +27,7 @@ from api.errors import Forbidden, NotFound
 from api.registry import ResourceType
 from api.storage import is_default_class
 from services.apiserver.context import ApiContext
+from services.apiserver.serviceaccount_admission import admit_pod
 
 __all__ = ["admit_create", "admit_delete"]
 
@@ -51,7 +55,7 @@ async def admit_create(
     obj: dict[str, Any] | None = None,
 ) -> None:
     """Refuse a create into a missing or terminating namespace; give a new claim (``obj``,
-    changed in place) the default storage class."""
+    changed in place) the default storage class, and a new pod its service account."""
     if not rt.namespaced or namespace is None:
         return
     if obj is not None and rt.group == "" and rt.kind == "PersistentVolumeClaim":
@@ -70,6 +74,8 @@ async def admit_create(
             name=name,
             group=rt.group or None,
         )
+    if obj is not None and rt.group == "" and rt.kind == "Pod":
+        await admit_pod(ctx, obj, namespace=namespace)
 
 
 async def _default_storage_class(ctx: ApiContext, claim: dict[str, Any]) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import component
 from client.kubeconfig import DEFAULT_SERVER, ClientConfig, KubeconfigError, add_client_arguments
@@ -94,8 +95,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="where the service-lb controller takes LoadBalancer ingress IPs from "
         "(default: 127.192.0.0/16)",
     )
+    sa = p.add_argument_group("service accounts")
+    sa.add_argument(
+        "--root-ca-file",
+        metavar="PATH",
+        help="the CA bundle published as the ConfigMap kube-root-ca.crt in every namespace "
+        "(default: the CA of the controller-manager's own client config)",
+    )
     add_log_flags(p)
     return p
+
+
+def _root_ca(path: str | None, client: ClientConfig) -> str:
+    """``--root-ca-file``'s bundle, else the client's CA (as kube-controller-manager does)."""
+    if path:
+        return Path(path).read_text()
+    if client.ca_data:
+        return client.ca_data
+    return Path(client.ca_file).read_text() if client.ca_file else ""
 
 
 def parse_args(argv: Sequence[str]) -> tuple[ServiceOptions, argparse.Namespace]:
@@ -129,8 +146,9 @@ def parse_args(argv: Sequence[str]) -> tuple[ServiceOptions, argparse.Namespace]
             concurrent_service_endpoint_syncs=args.concurrent_service_endpoint_syncs,
             max_endpoints_per_slice=args.max_endpoints_per_slice,
             service_lb_range=args.service_lb_range,
+            root_ca=_root_ca(args.root_ca_file, client),
         )
-    except (KubeconfigError, ValueError) as exc:
+    except (KubeconfigError, ValueError, OSError) as exc:
         parser.error(str(exc))
     return ServiceOptions(manager=manager, client=client, health=health_address(args)), args
 

@@ -88,6 +88,9 @@ class ManagerOptions:
     concurrent_service_endpoint_syncs: int = 5
     max_endpoints_per_slice: int = 100
     service_lb_range: str = "127.192.0.0/16"
+    root_ca: str = ""
+    """The CA bundle the root-CA publisher puts in every namespace (``--root-ca-file``, else the
+    client's CA); empty: that controller does not run."""
 
     def __post_init__(self) -> None:
         unknown = {c.lstrip("-") for c in self.controllers} - {"*", *CONTROLLERS}
@@ -121,7 +124,8 @@ class _Context:
         return rec
 
 
-Factory = Callable[[_Context], RunnableController]
+Factory = Callable[[_Context], RunnableController | None]
+"""Builds a controller; None (logged by the factory) when this process cannot run it."""
 
 
 def _replicationcontroller(ctx: _Context) -> RunnableController:
@@ -331,6 +335,16 @@ def _clusterrole_aggregation(ctx: _Context) -> RunnableController:
     return ClusterRoleAggregationController(client=ctx.client, informers=ctx.informers)
 
 
+def _root_ca_cert_publisher(ctx: _Context) -> RunnableController | None:
+    from services.controller_manager.root_ca_publisher import CONFIGMAP, RootCAPublisher
+
+    if not ctx.options.root_ca:
+        log.warning("no --root-ca-file and no CA in the client's config: not publishing %s",
+                    CONFIGMAP)  # fmt: skip
+        return None
+    return RootCAPublisher(client=ctx.client, informers=ctx.informers, root_ca=ctx.options.root_ca)
+
+
 CONTROLLERS: dict[str, Factory] = {
     "replicationcontroller": _replicationcontroller,
     "replicaset": _replicaset,
@@ -340,6 +354,7 @@ CONTROLLERS: dict[str, Factory] = {
     "garbagecollector": _garbagecollector,
     "namespace": _namespace,
     "serviceaccount": _serviceaccount,
+    "root-ca-cert-publisher": _root_ca_cert_publisher,
     "persistentvolume-binder": _persistentvolume_binder,
     "local-path-provisioner": _local_path_provisioner,
     "job": _job,
@@ -404,7 +419,9 @@ class ControllerManager:
         informers = SharedInformers(self.client)
         ctx = _Context(self.client, informers, opts, [])
         names = enabled_controllers(opts.controllers)
-        controllers = {name: CONTROLLERS[name](ctx) for name in names}
+        built = {name: CONTROLLERS[name](ctx) for name in names}
+        controllers = {name: c for name, c in built.items() if c is not None}
+        names = list(controllers)
         self.informers, self.controllers = informers, controllers
         # controllers run forever: the first to end is logged loudly and stops them all
         tasks = TaskGroup("controller-manager", logger=log)

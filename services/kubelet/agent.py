@@ -13,7 +13,8 @@ and reports back. ``NodeKubelet`` wires the pieces of one node together:
   node's pods reference, each change poking the pods that reference it; and where their volumes
   live (``volumes.VolumeHost``): under the process runtime's state dir — the kubelet's
   ``--state-dir`` — or nowhere for the sim runtime, whose pods still have their references
-  resolved and their errors reported but get no files;
+  resolved and their errors reported but get no files; a ``TokenManager``
+  (``token_manager.py``): the service-account tokens of projected volumes;
 * once the informer has synced, **orphan cleanup**: pods the runtime still holds (re-adopted from
   ``--state-dir``) that are no longer bound to this node were deleted while the kubelet was away;
   their containers are stopped, their volumes torn down and their sandboxes removed. Pods still bound are re-adopted by
@@ -51,6 +52,7 @@ from services.kubelet.pod_worker import ORPHAN_GRACE, PodWorker, WorkerContext
 from services.kubelet.runtime.base import Runtime
 from services.kubelet.runtime.process import ProcessRuntime
 from services.kubelet.status_manager import StatusManager
+from services.kubelet.token_manager import TokenManager
 from services.kubelet.volumes import VolumeHost, tear_down
 
 __all__ = ["NodeKubelet"]
@@ -125,6 +127,7 @@ class NodeKubelet:
         self.volumes = VolumeHost(
             root=root, allocatable={"cpu": config.cpu, "memory": config.memory}
         )
+        self.tokens = TokenManager(client)
         self._ctx = WorkerContext(
             client=client,
             runtime=runtime,
@@ -137,6 +140,7 @@ class NodeKubelet:
             node_resolv_conf=_node_resolv_conf(),
             cluster_dns=cluster_dns,
             services=services,
+            tokens=self.tokens,
             on_exit=self._worker_finished,
         )
         if self._owns_informer:

@@ -6,7 +6,7 @@ it waits, its back-offs, its readiness — and the node-wide parts every worker 
 (``WorkerContext``). Naming that memory lets each of those concerns live in a module of its own.
 
 What it owns: ``WorkerContext`` (the node's client, runtime, status manager, recorder, names,
-the cache of referenced objects and where volumes live), ``ContainerState`` (one container of
+the cache of referenced objects, the token manager and where volumes live), ``ContainerState`` (one container of
 the spec, across restarts) and ``PodMemory`` (one pod: its object, its containers and init
 containers, sandbox IP, start time, its volumes, the objects it references as last read, an
 eviction, the wake-up event and the exit-watch tasks). ``PodMemory.sandbox`` is what the
@@ -32,6 +32,7 @@ from services.kubelet.object_cache import ObjectCache
 from services.kubelet.pod_dns import ClusterDns, resolv_conf
 from services.kubelet.runtime.base import ContainerRecord, PodSandbox, Runtime
 from services.kubelet.status_manager import StatusManager
+from services.kubelet.token_manager import TokenManager
 from services.kubelet.volumes import MountedVolume, VolumeHost
 
 __all__ = [
@@ -81,6 +82,8 @@ class WorkerContext:
     """``--cluster-dns`` and ``--cluster-domain``: ClusterFirst pods' resolver."""
     services: ServiceSource | None = None
     """The Services informer (service environment variables); None: no variables."""
+    tokens: TokenManager | None = None
+    """The node's service-account tokens (projected volumes); None: token files left out."""
     on_exit: Callable[[str], None] = lambda uid: None
     """Called with the pod uid when the worker has finished (pod gone)."""
 

@@ -10,7 +10,8 @@ loop, from container starts and from termination keeps each rule findable:
   change); then its volumes (``volumes.py``): until every volume was set up once the pod stays
   Pending with its containers ``ContainerCreating``, each failure a FailedMount warning, retried
   with back-off and at once when a referenced object changes; every later sync sets them up
-  again, which is how a changed ConfigMap reaches a running pod's files;
+  again, which is how a changed ConfigMap reaches a running pod's files — and a renewed
+  service-account token: the sync is due again when a token is;
 * an emptyDir over its ``sizeLimit`` evicts the pod (measured every ``EVICTION_INTERVAL``):
   event Evicted, containers killed, phase Failed with reason ``Evicted``; it never runs again;
 * then init containers one by one, each to exit 0 (restarting on failure unless
@@ -92,8 +93,15 @@ async def _read_objects(mem: PodMemory) -> Objects:
 
 
 async def _set_up_volumes(mem: PodMemory, *, deadlines: list[float]) -> bool:
-    """Set up the pod's volumes, each failure a FailedMount warning; True when all are."""
-    ready, failures = await set_up(mem.pod, host=mem.ctx.volumes, objects=mem.objects)
+    """Set up the pod's volumes, each failure a FailedMount warning; True when all are.
+    A token due for renewal sets a deadline: the sync then writes its successor."""
+    tokens = mem.ctx.tokens
+    ready, failures = await set_up(
+        mem.pod, host=mem.ctx.volumes, objects=mem.objects, tokens=tokens
+    )
+    renew_in = tokens.renew_in(mem.uid) if tokens is not None else None
+    if renew_in is not None:
+        deadlines.append(asyncio.get_running_loop().time() + renew_in)
     mem.volumes.update(ready)
     for message in failures:
         mem.event("Warning", "FailedMount", message)

@@ -172,6 +172,8 @@ class PodWorker:
             for st in mem.all_containers():
                 st.stop_probes()
             self.ctx.objects.release(self.uid)
+            if self.ctx.tokens is not None:
+                self.ctx.tokens.forget(self.uid)
             self.terminated.set()
             self.ctx.on_exit(self.uid)
 

@@ -12,13 +12,16 @@ all of Kubernetes' rules, as ``pkg/volume/configmap``, ``secret``, ``downwardapi
   unless ``optional``, when it is empty; a missing item key fails it too ("configmap references
   non-existent config key: k", "references non-existent secret key: k") unless ``optional``;
 * downwardAPI files hold ``fieldRef`` / ``resourceFieldRef`` values (``downward_api.py``);
-* projected merges its sources (configMap, secret, downwardAPI) under one ``defaultMode``;
-  errors of several sources are reported together, ``[a, b]``, as an aggregate.
+* projected merges its sources (configMap, secret, downwardAPI, serviceAccountToken) under one
+  ``defaultMode``; errors of several sources are reported together, ``[a, b]``, as an
+  aggregate. A token source's file holds the token the caller fetched for it (``tokens``, by
+  the source's index; ``token_manager.py`` fetches them) and is left out when none was.
 
 What it owns: ``volume_references`` (objects a volume reads), ``payload`` and ``VolumeError``.
 
-What it does not guarantee: projected ``serviceAccountToken`` and ``clusterTrustBundle``
-sources are skipped (tokens come with authentication); ``podCertificate`` likewise.
+What it does not guarantee: projected ``clusterTrustBundle`` and ``podCertificate`` sources
+are skipped; a token file gets the volume's mode (the kubelet's 0600 under ``fsGroup`` is not
+applied).
 """
 
 from __future__ import annotations
@@ -157,10 +160,15 @@ def _projected_payload(
     objects: Objects,
     default_mode: int,
     allocatable: Mapping[str, str],
+    tokens: Mapping[int, str],
 ) -> dict[str, FileProjection]:
     out: dict[str, FileProjection] = {}
     errors: list[str] = []
-    for projection in source.get("sources") or ():
+    for index, projection in enumerate(source.get("sources") or ()):
+        token = (projection.get("serviceAccountToken") or {}).get("path")
+        if token and index in tokens:
+            out[str(token)] = FileProjection(tokens[index].encode(), default_mode)
+            continue
         try:
             if projection.get("configMap") is not None or projection.get("secret") is not None:
                 kind = "configMap" if projection.get("configMap") is not None else "secret"
@@ -195,8 +203,10 @@ def payload(
     *,
     objects: Objects,
     allocatable: Mapping[str, str],
+    tokens: Mapping[int, str] | None = None,
 ) -> dict[str, FileProjection]:
-    """The files of a projection volume (``projection_kind`` not None); ``VolumeError`` else."""
+    """The files of a projection volume (``projection_kind`` not None); ``VolumeError`` else.
+    ``tokens``: a projected volume's service-account tokens, by the index of their source."""
     kind = projection_kind(volume)
     if kind is None:
         raise VolumeError(f"volume {volume.get('name')} is not a projection")
@@ -210,5 +220,10 @@ def payload(
     if kind == "downwardAPI":
         return _downward_payload(pod, source, default_mode=default_mode, allocatable=allocatable)
     return _projected_payload(
-        pod, source, objects=objects, default_mode=default_mode, allocatable=allocatable
+        pod,
+        source,
+        objects=objects,
+        default_mode=default_mode,
+        allocatable=allocatable,
+        tokens=tokens or {},
     )

@@ -24,17 +24,18 @@ sandbox bind-mounts. Layout, as Kubernetes' ``/var/lib/kubelet``::
 * **configMap, secret, downwardAPI, projected**: their files (``volume_sources.py``) written by
   the atomic writer on every set-up, which writes only when something changed — that is how a
   changed ConfigMap reaches a running pod: its watch wakes the pod, whose sync sets up again.
-  Always mounted read-only.
+  A projected ``serviceAccountToken`` source's token comes from the ``TokenSource`` (the
+  node's token manager), which renews it when due. Always mounted read-only.
 * **persistentVolumeClaim**: the claim must exist and be Bound; its PV's ``hostPath`` (with its
   type check: the local-path provisioner's ``DirectoryOrCreate`` creates it) or ``local.path``
   is the directory. ``readOnly`` on the claim makes every mount of it read-only.
 
-What it owns: ``VolumeHost`` (where volumes live, or nowhere), ``pod_references``,
+What it owns: ``VolumeHost`` (where volumes live, or nowhere), ``TokenSource``, ``pod_references``,
 ``set_up``, ``container_mounts``, ``tear_down`` and ``emptydir_over_limit``.
 
 What it does not guarantee: with no ``VolumeHost.root`` (the sim runtime) nothing is written:
-references are still resolved and their errors reported, hostPath and emptyDir are not touched,
-and no mounts are passed to the runtime. Volume types other than the above fail with
+references are still resolved and their errors reported, no tokens are requested, hostPath and
+emptyDir are not touched, and no mounts are passed to the runtime. Volume types other than the above fail with
 FailedMount. ``fsGroup``, SELinux labels and mount propagation are not applied.
 """
 
@@ -49,7 +50,7 @@ import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from api.quantity import canonical_quantity, parse_quantity
 from services.kubelet.atomic_writer import PayloadError, write_payload
@@ -66,6 +67,7 @@ from services.kubelet.volume_sources import (
 
 __all__ = [
     "MountedVolume",
+    "TokenSource",
     "VolumeHost",
     "container_mounts",
     "emptydir_over_limit",
@@ -101,6 +103,15 @@ class VolumeHost:
     def volume_dir(self, uid: str, kind: str, name: str) -> Path:
         assert self.root is not None
         return self.root / "pods" / uid / "volumes" / PLUGIN_DIRS[kind] / name
+
+
+class TokenSource(Protocol):
+    """Where a projected volume's service-account tokens come from (``TokenManager``)."""
+
+    async def token(self, pod: Mapping[str, Any], projection: Mapping[str, Any]) -> str:
+        """A valid token for the ``serviceAccountToken`` source ``projection``; raises a
+        ``VolumeError`` (its text the FailedMount cause) when there is none."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,19 +302,36 @@ def _failure(volume: Mapping[str, Any], exc: Exception) -> str:
     return f'MountVolume.SetUp failed for volume "{name}" : {exc}'
 
 
+async def _tokens(
+    pod: Mapping[str, Any], volume: Mapping[str, Any], source: TokenSource
+) -> dict[int, str]:
+    """A projected volume's tokens, by the index of their ``serviceAccountToken`` source."""
+    tokens = {}
+    for index, projection in enumerate((volume.get("projected") or {}).get("sources") or ()):
+        if projection.get("serviceAccountToken") is not None:
+            tokens[index] = await source.token(pod, projection["serviceAccountToken"])
+    return tokens
+
+
 async def _set_up_one(
     pod: Mapping[str, Any],
     volume: Mapping[str, Any],
     *,
     host: VolumeHost,
     objects: Objects,
+    tokens: TokenSource | None,
 ) -> MountedVolume | None:
     """One volume; its directory (None without a root); ``VolumeError`` when it cannot be."""
     uid = str(pod["metadata"]["uid"])
     name = str(volume["name"])
     kind = projection_kind(volume)
     if kind is not None:
-        files = payload(pod, volume, objects=objects, allocatable=host.allocatable)
+        issued = (
+            await _tokens(pod, volume, tokens)
+            if kind == "projected" and tokens is not None and host.root is not None
+            else None
+        )
+        files = payload(pod, volume, objects=objects, allocatable=host.allocatable, tokens=issued)
         if host.root is None:
             return None
         path = host.volume_dir(uid, kind, name)
@@ -332,14 +360,18 @@ async def _set_up_one(
 
 
 async def set_up(
-    pod: Mapping[str, Any], *, host: VolumeHost, objects: Objects
+    pod: Mapping[str, Any],
+    *,
+    host: VolumeHost,
+    objects: Objects,
+    tokens: TokenSource | None = None,
 ) -> tuple[dict[str, MountedVolume], list[str]]:
     """Set up every volume of the pod: those that are ready, and FailedMount messages."""
     ready: dict[str, MountedVolume] = {}
     failures: list[str] = []
     for volume in (pod.get("spec") or {}).get("volumes") or ():
         try:
-            mounted = await _set_up_one(pod, volume, host=host, objects=objects)
+            mounted = await _set_up_one(pod, volume, host=host, objects=objects, tokens=tokens)
         except (VolumeError, OSError, TimeoutError) as exc:
             failures.append(_failure(volume, exc))
             continue
