@@ -12,6 +12,10 @@ Stored form, as kube-apiserver writes it: ``k8s:enc:<provider>:v1:<key name>:`` 
 * ``aesgcm``: a random 12-byte nonce, then AES-GCM ciphertext and tag; the store key is the
   authenticated data, so a value copied under another key does not decrypt;
 * ``aescbc``: a random 16-byte IV, then AES-CBC ciphertext of the PKCS#7-padded value;
+* ``secretbox``: a random 24-byte nonce, then NaCl's XSalsa20-Poly1305 box (tag, then
+  ciphertext; no authenticated data), with a 32-byte key — Go's ``secretbox.Seal`` output, so
+  kube-apiserver and kubelite read each other's values. ``cryptography`` has no XSalsa20:
+  PyNaCl (libsodium) seals and opens it;
 * ``identity``: the plaintext JSON, no prefix.
 
 The first provider of a resource's list encrypts every write; reads try every provider whose
@@ -27,9 +31,7 @@ Kubernetes; a list that meets one fails whole, as Kubernetes' does. The watch ca
 around it (``Undecryptable.readable``): the rest of the resource and the server keep serving,
 and the error is logged with the key.
 
-Limits: ``secretbox`` (XSalsa20-Poly1305) is refused at start with a clear error: the
-``cryptography`` library has no XSalsa20 and kubelite adds no second crypto dependency for it;
-``kms`` is not offered. Keys live in the config file in the clear, as they do for
+Limits: ``kms`` is not offered. Keys live in the config file in the clear, as they do for
 kube-apiserver: protect that file (0600). Nothing re-encrypts values on its own; a rewrite does.
 A watch event whose value cannot be decrypted (written by an apiserver with another config) is
 logged and left out of the watch.
@@ -42,7 +44,7 @@ import binascii
 import dataclasses
 import logging
 import os
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Protocol
 
@@ -51,6 +53,8 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives import padding
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from nacl.exceptions import CryptoError
+from nacl.secret import SecretBox
 from pydantic import ValidationError
 
 from api.apiserver_config import EncryptionConfiguration, ProviderConfiguration
@@ -72,6 +76,8 @@ log = logging.getLogger(__name__)
 ENCRYPTED_PREFIX = b"k8s:enc:"
 AES_KEY_SIZES = (16, 24, 32)
 """AES-128/192/256, the sizes kube-apiserver accepts for aesgcm and aescbc keys."""
+SECRETBOX_KEY_SIZES = (SecretBox.KEY_SIZE,)
+"""XSalsa20-Poly1305 takes 32-byte keys only."""
 _GCM_NONCE = 12
 _CBC_BLOCK = 16
 
@@ -150,6 +156,22 @@ class _AESCBC:
             raise ValueError("invalid padding on input") from None
 
 
+class _SecretBox:
+    def __init__(self, secret: bytes) -> None:
+        self._box = SecretBox(secret)
+
+    def seal(self, plaintext: bytes, *, key: str) -> bytes:
+        return bytes(self._box.encrypt(plaintext, os.urandom(SecretBox.NONCE_SIZE)))
+
+    def open(self, ciphertext: bytes, *, key: str) -> bytes:
+        if len(ciphertext) < SecretBox.NONCE_SIZE + SecretBox.MACBYTES:
+            raise ValueError("the stored data was shorter than the required size")
+        try:
+            return self._box.decrypt(ciphertext)
+        except CryptoError:  # Kubernetes' words for a box that does not open
+            raise ValueError("output array was not large enough for encryption") from None
+
+
 class _Identity:
     def seal(self, plaintext: bytes, *, key: str) -> bytes:
         return plaintext
@@ -197,34 +219,38 @@ class ValueTransformer:
         raise ValueError("; ".join(dict.fromkeys(errors)) or "no matching prefix found")
 
 
-def _secret(provider: str, name: str, encoded: str) -> bytes:
+def _secret(provider: str, name: str, encoded: str, *, sizes: tuple[int, ...]) -> bytes:
     try:
         secret = base64.b64decode(encoded, validate=True)
     except (binascii.Error, ValueError):
         raise EncryptionConfigError(
             f"{provider} key {name!r}: secret is not valid base64"
         ) from None
-    if len(secret) not in AES_KEY_SIZES:
+    if len(secret) not in sizes:
         raise EncryptionConfigError(
             f"{provider} key {name!r}: secret is {len(secret)} bytes, expected one of "
-            f"{', '.join(map(str, AES_KEY_SIZES))}"
+            f"{', '.join(map(str, sizes))}"
         )
     return secret
+
+
+_CIPHERS: dict[str, tuple[Callable[[bytes], _Cipher], tuple[int, ...]]] = {
+    "aesgcm": (_AESGCM, AES_KEY_SIZES),
+    "aescbc": (_AESCBC, AES_KEY_SIZES),
+    "secretbox": (_SecretBox, SECRETBOX_KEY_SIZES),
+}
+"""Each keyed provider's cipher and the key sizes it takes."""
 
 
 def _providers(entry: ProviderConfiguration) -> list[_Prefixed]:
     kind, config = entry.provider()
     if kind == "identity" or config is None:
         return [_Prefixed(b"", _Identity())]
-    if kind == "secretbox":
-        raise EncryptionConfigError(
-            "the secretbox provider (XSalsa20-Poly1305) is not supported: the cryptography "
-            "library has no XSalsa20; use aesgcm or aescbc"
-        )
-    make = _AESGCM if kind == "aesgcm" else _AESCBC
+    make, sizes = _CIPHERS[kind]
     return [
         _Prefixed(
-            f"k8s:enc:{kind}:v1:{key.name}:".encode(), make(_secret(kind, key.name, key.secret))
+            f"k8s:enc:{kind}:v1:{key.name}:".encode(),
+            make(_secret(kind, key.name, key.secret, sizes=sizes)),
         )
         for key in config.keys
     ]

@@ -4,8 +4,10 @@ What is pinned: the store file and its WAL never hold a Secret's value (nor its 
 live value carries Kubernetes' ``k8s:enc:aesgcm:v1:<key>:`` prefix; kubectl reads it back equal,
 also after a restart; rotation by rewrite (new key first, ``kubectl get secrets -A -o json |
 kubectl replace -f -``) leaves only the new key's prefix, and the old key can then go; ``identity``
-first writes plaintext and still reads the encrypted; a value no provider can read is a 500
-with Kubernetes' message while the server keeps serving; ``secretbox`` is refused at start.
+first writes plaintext and still reads the encrypted; rotation to ``secretbox`` writes
+Kubernetes' secretbox form (NaCl opens it with the key); a value no provider can read is a 500
+with Kubernetes' message while the server keeps serving; a key of the wrong size is refused
+at start.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from nacl.bindings import crypto_secretbox_open
+from nacl.secret import SecretBox
 
 from kubelite.testing import ComponentProcess, Processes
 from services.apiserver.main import parse_args
@@ -52,6 +56,10 @@ def _write_config(path: Path, *providers: dict[str, Any]) -> None:
 
 def aesgcm(name: str, secret: str) -> dict[str, Any]:
     return {"aesgcm": {"keys": [{"name": name, "secret": secret}]}}
+
+
+def secretbox(name: str, secret: str) -> dict[str, Any]:
+    return {"secretbox": {"keys": [{"name": name, "secret": secret}]}}
 
 
 def kubectl(server: ComponentProcess, *args: str, stdin: str | None = None) -> str:
@@ -206,11 +214,55 @@ async def test_identity_first_writes_plaintext_and_an_unknown_key_is_a_500_not_a
     assert status == 200
 
 
-def test_secretbox_and_short_keys_are_refused_at_start(tmp_path: Path) -> None:
+async def test_rotation_to_secretbox_by_rewrite_writes_kubernetes_secretbox_values(
+    encrypted: tuple[ComponentProcess, Path, Path],
+) -> None:
+    """From aesgcm to secretbox by rewrite: every value then is Kubernetes' secretbox form —
+    ``k8s:enc:secretbox:v1:<name>:``, a 24-byte nonce, NaCl's box — which NaCl itself opens
+    with the configured key, and the aesgcm key can go."""
+    server, config, db = encrypted
+    values = {f"b{i}": secrets.token_hex(8) for i in range(2)}
+    for name, value in values.items():
+        await asyncio.to_thread(
+            kubectl, server, "create", "secret", "generic", name, f"--from-literal=v={value}"
+        )
+    old_key = json.loads(config.read_text())["resources"][0]["providers"][0]
+    box_key = _key()
+    _write_config(config, secretbox("box", box_key), old_key)
+    await asyncio.to_thread(server.restart)
+    listed = await asyncio.to_thread(kubectl, server, "get", "secrets", "-o", "json")
+    await asyncio.to_thread(kubectl, server, "replace", "--validate=false", "-f", "-", stdin=listed)
+
+    stored = await live_values(db)
+    prefix = b"k8s:enc:secretbox:v1:box:"
+    for name, value in values.items():
+        sealed = stored[SECRETS_PREFIX + f"default/{name}"]
+        assert sealed.startswith(prefix), sealed[:32]
+        body = sealed[len(prefix) :]
+        nonce, box = body[: SecretBox.NONCE_SIZE], body[SecretBox.NONCE_SIZE :]
+        opened = crypto_secretbox_open(box, nonce, base64.b64decode(box_key))
+        assert json.loads(opened)["data"]["v"] == base64.b64encode(value.encode()).decode()
+    assert not any(v.encode() in store_bytes(db) for v in values.values())
+
+    _write_config(config, secretbox("box", box_key))
+    await asyncio.to_thread(server.restart)  # the aesgcm key is gone now
+    for name, value in values.items():
+        assert await asyncio.to_thread(read_secret_value, server, name, "v") == value
+
+
+@pytest.mark.parametrize(
+    "provider",
+    [
+        secretbox("k", base64.b64encode(os.urandom(16)).decode()),
+        aesgcm("k", base64.b64encode(b"short").decode()),
+        aesgcm("k", "not base64!"),
+    ],
+    ids=["secretbox-16-bytes", "aesgcm-5-bytes", "not-base64"],
+)
+def test_keys_of_the_wrong_size_are_refused_at_start(
+    tmp_path: Path, provider: dict[str, Any]
+) -> None:
     config = tmp_path / "encryption.yaml"
-    _write_config(config, {"secretbox": {"keys": [{"name": "k", "secret": _key()}]}})
-    with pytest.raises(SystemExit):
-        parse_args(["--encryption-provider-config", str(config)])
-    _write_config(config, aesgcm("k", base64.b64encode(b"short").decode()))
+    _write_config(config, provider)
     with pytest.raises(SystemExit):
         parse_args(["--encryption-provider-config", str(config)])
