@@ -190,6 +190,12 @@ async def run_tls_create(ctx: Context) -> list[Figure]:
     return await tls_create.run(ctx)
 
 
+async def run_audit_cost(ctx: Context) -> list[Figure]:
+    from bench import audit_cost
+
+    return await audit_cost.run(ctx)
+
+
 def build_registry() -> Registry:
     return Registry([
         Scenario("ceilings", "ceilings", ceilings.run,
@@ -219,6 +225,9 @@ def build_registry() -> Registry:
                  "UDP echo server"),
         Scenario("tls-create", "api", run_tls_create,
                  "ConfigMap creates/s over TLS with a client certificate beside plain HTTP"),
+        Scenario("audit-cost", "api", run_audit_cost,
+                 "ConfigMap creates/s with an audit policy (Metadata, RequestResponse) beside "
+                 "none"),
         Scenario("e2e-1000x1000", "e2e", rc_scenario(pods=1000, nodes=1000),
                  "RC of 1,000 pods on 1,000 sim nodes", quick=False),
         Scenario("e2e-10000x100", "e2e", rc_scenario(pods=10_000, nodes=100),

@@ -40,9 +40,11 @@ from kubelite.testing import Processes
 SCENARIO = "tls-create"
 
 
-async def _creates(
+async def creates_per_second(
     url: str, *, tls: ssl.SSLContext | None, seconds: float, concurrency: int, prefix: str
 ) -> float:
+    """Creates/s of small ConfigMaps at ``url`` with ``concurrency`` in flight for ``seconds``
+    (``tls``: the client context for https; the audit-cost bench uses it too)."""
     names = itertools.count()
     done = 0
     connector = aiohttp.TCPConnector(limit=0, ssl=tls if tls is not None else False)
@@ -81,10 +83,10 @@ async def measure(*, seconds: float, concurrency: int, workdir: Path) -> dict[st
         tls.load_cert_chain(admin.cert, admin.key)
         secure_url = f"https://127.0.0.1:{api.port_of('secure')}"
         return {
-            "plain http": await _creates(
+            "plain http": await creates_per_second(
                 api.url, tls=None, seconds=seconds, concurrency=concurrency, prefix="plain"
             ),
-            "tls client cert": await _creates(
+            "tls client cert": await creates_per_second(
                 secure_url, tls=tls, seconds=seconds, concurrency=concurrency, prefix="tls"
             ),
         }
