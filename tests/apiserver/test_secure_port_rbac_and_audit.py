@@ -5,9 +5,12 @@ One real apiserver process serves TLS on a free port with a ``--token-auth-file`
 Everything below goes over HTTPS with bearer tokens, verified against the CA the apiserver made
 in ``<state-dir>/pki``, and is counted:
 
-* no token is ``system:anonymous`` (403 on a resource), a wrong token is 401;
+* no token is ``system:anonymous`` (403 on a resource), a wrong token is 401, and so is a
+  client certificate from another CA, expired, or not for client authentication;
 * each of the 8 verbs on configmaps is 403 for ``alice`` without a binding and allowed after a
   RoleBinding (200, create 201);
+* a node's certificate (``system:node:node1``) is 403 on a Secret only another node's pod
+  references and on another node's Node (when the Node authorizer is there);
 * ``alice`` impersonating ``bob`` is 403 worded as Kubernetes words it, and allowed after a
   ClusterRole granting ``impersonate`` on users is bound to her;
 * ``kubectl auth whoami`` and ``kubectl auth can-i --list`` with a kubeconfig holding her token;
@@ -32,10 +35,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography.x509.oid import ExtendedKeyUsageOID
 
+from component import pki
 from kubelite.testing import ComponentProcess, Processes
 from kubelite.testing.waiting import poll_until
-from tests.factories import pod, policy_rule, role, role_binding
+from tests.factories import client_cert, node, pod, policy_rule, role, role_binding
 
 ALICE, BOB, ADMIN = "alice-token-0001", "bob-token-0002", "admin-token-0003"
 TOKENS = f"""{ALICE},alice,uid-alice
@@ -83,6 +88,7 @@ class Secure:
         *,
         token: str | None = None,
         headers: dict[str, str] | None = None,
+        cert: pki.KeyPair | None = None,
     ) -> Answer:
         sent = {"Accept": "application/json", **(headers or {})}
         if token is not None:
@@ -95,6 +101,8 @@ class Secure:
             )
         request = urllib.request.Request(self.url + path, data=data, headers=sent, method=method)
         context = ssl.create_default_context(cafile=self.ca)
+        if cert is not None:
+            context.load_cert_chain(cert.cert, cert.key)
         try:
             with urllib.request.urlopen(request, context=context, timeout=30) as response:
                 raw, code, got = response.read(), response.status, response.headers
@@ -178,6 +186,75 @@ def test_no_token_is_anonymous_and_a_wrong_token_401_each_audited(secure: Secure
         assert event["user"] == {}
         assert event["responseStatus"]["code"] == 401
         assert "annotations" not in event  # refused before authorization
+
+
+def _pki(secure: Secure) -> pki.CertificateAuthority:
+    assert secure.server.state_dir is not None
+    return pki.ensure_ca(secure.server.state_dir / "pki")
+
+
+def test_certificates_that_do_not_verify_are_401_each_audited(
+    secure: Secure, tmp_path: Path
+) -> None:
+    ours, other = _pki(secure), pki.ensure_ca(tmp_path / "other-ca")
+    masters = ("system:masters",)
+    wrong = [
+        pki.ensure_client_cert(other, tmp_path, name="s", user="stranger", groups=masters),
+        client_cert(ours, tmp_path, user="expired", groups=masters, valid_days=(-3, -1)),
+        client_cert(
+            ours, tmp_path, user="server", groups=masters, usage=ExtendedKeyUsageOID.SERVER_AUTH
+        ),
+    ]
+    refused = [secure.call("GET", CONFIGMAPS, cert=cert) for cert in wrong]
+    assert [(a.code, a.body["reason"]) for a in refused] == [(401, "Unauthorized")] * 3
+    events = secure.completed(refused)
+    assert len(events) == 3
+    for answer in refused:
+        event = events[answer.audit_id]
+        assert (event["user"], event["verb"]) == ({}, "list")
+        assert event["responseStatus"]["code"] == 401
+
+    good = pki.ensure_client_cert(ours, tmp_path, name="carol", user="carol", groups=masters)
+    assert secure.call("GET", CONFIGMAPS, cert=good).code == 200
+
+
+def test_a_node_is_refused_another_nodes_objects_each_audited(
+    secure: Secure, tmp_path: Path
+) -> None:
+    pytest.importorskip("services.apiserver.node_authorizer", reason="no Node authorizer yet")
+    ca = _pki(secure)
+
+    def node_cert(name: str) -> pki.KeyPair:
+        return pki.ensure_client_cert(
+            ca, tmp_path, name=name, user=f"system:node:{name}", groups=["system:nodes"]
+        )
+
+    for name in ("node1", "node2"):
+        secure.ok("POST", "/api/v1/nodes", node(name))
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "n2-only"}}
+    secure.ok("POST", "/api/v1/namespaces/default/secrets", secret)
+    uses = pod("n2-pod", nodeName="node2")
+    uses["spec"]["volumes"] = [{"name": "s", "secret": {"secretName": "n2-only"}}]
+    secure.ok("POST", "/api/v1/namespaces/default/pods", uses)
+    path = "/api/v1/namespaces/default/secrets/n2-only"
+    poll_until(
+        lambda: secure.call("GET", path, cert=node_cert("node2")).code == 200,
+        what="node2 allowed its pod's Secret",
+    )
+
+    node1 = node_cert("node1")
+    refused = {
+        "get": secure.call("GET", path, cert=node1),
+        "patch": secure.call(
+            "PATCH", "/api/v1/nodes/node2", {"metadata": {"labels": {"a": "b"}}}, cert=node1
+        ),
+    }
+    assert {verb: a.code for verb, a in refused.items()} == {"get": 403, "patch": 403}
+    events = secure.completed(refused.values())
+    for verb, answer in refused.items():
+        event = events[answer.audit_id]
+        assert (event["verb"], event["user"]["username"]) == (verb, "system:node:node1")
+        assert event["responseStatus"]["code"] == 403
 
 
 VERBS = ("create", "get", "list", "watch", "update", "patch", "delete", "deletecollection")
