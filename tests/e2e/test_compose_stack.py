@@ -12,12 +12,15 @@ What it proves, in order:
 1. ``docker compose build`` builds the image from the Dockerfile, and
    ``docker compose up -d --build --wait`` returns once every health check passes;
    ``/readyz`` answers, both nodes are Ready in kubectl, an nginx pod runs, and ``kubectl logs``
-   and ``kubectl exec`` work through the apiserver container to the kubelet's container.
+   and ``kubectl exec`` work through the apiserver container to the kubelet's container; the
+   pod exposed as a Service, its ClusterIP answers ``curl`` inside the pod's node container
+   (``kubelite node`` runs the node's proxy beside its kubelet).
 2. A component that crashes is brought back by the restart policy and the cluster resyncs:
    SIGKILL to the apiserver's process (its container restarts; the pod and its uid are still
    there, and a new pod runs), then to the kubelet of the pod's node (the pod's process died
    with that container: the kubelet restarts it in place, same uid and pod IP, from the state
-   in its named volume). ``docker compose kill`` is a *manual* stop to Docker and to Podman
+   in its named volume) — and the ClusterIP answers again through the re-created node's proxy.
+   ``docker compose kill`` is a *manual* stop to Docker and to Podman
    alike — restart policies deliberately leave such a container stopped — so a crash is
    made the way the kernel makes one, by killing the container's main process; after
    ``docker compose kill scheduler``, ``up -d --wait`` brings it back and pods schedule again.
@@ -180,6 +183,17 @@ def serves_nginx(stack: Stack, pod: str) -> bool:
     return result.returncode == 0 and "Welcome to nginx" in result.stdout
 
 
+def serves_through_cluster_ip(stack: Stack, node: str, cluster_ip: str) -> bool:
+    """``curl`` a ClusterIP inside ``node``'s container: the node's own proxy forwards it (to an
+    endpoint on that node — the other node's pod IPs are not on this container's loopback)."""
+    result = subprocess.run(
+        ["podman", "exec", stack.container(node), "curl", "-fsS", "--max-time", "5",
+         f"http://{cluster_ip}/"],
+        env=stack.env, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    return result.returncode == 0 and "Welcome to nginx" in result.stdout
+
+
 def leftovers(stack: Stack) -> list[str]:
     """What of the project is still on the host: containers, networks, volumes, processes."""
     label = f"label=com.docker.compose.project={PROJECT}"
@@ -263,6 +277,14 @@ def test_compose_up_runs_the_cluster_survives_crashes_and_down_leaves_nothing(
     assert poll_until(
         lambda: serves_nginx(stack, "web"), within=60, what="exec", describe=stack.diagnose
     )
+    stack.kubectl("expose", "pod", "web", "--port=80")
+    cluster_ip = stack.get("service", "web")["spec"]["clusterIP"]
+    assert ipaddress.ip_address(cluster_ip).is_loopback, cluster_ip
+    assert poll_until(
+        lambda: serves_through_cluster_ip(stack, before[1], cluster_ip),
+        within=60, what=f"the ClusterIP {cluster_ip} answering in {before[1]}",
+        describe=stack.diagnose,
+    )  # fmt: skip
 
     # ---- 2. crashes: the restart policy brings each back, the cluster resyncs --------------
     restarts = stack.crash("apiserver")
@@ -294,6 +316,11 @@ def test_compose_up_runs_the_cluster_survives_crashes_and_down_leaves_nothing(
     assert poll_until(
         lambda: serves_nginx(stack, "web"), within=60, what="exec", describe=stack.diagnose
     )
+    assert poll_until(
+        lambda: serves_through_cluster_ip(stack, node, cluster_ip),
+        within=60, what="the ClusterIP answering through the re-created node's proxy",
+        describe=stack.diagnose,
+    )  # fmt: skip
     poll_until(
         lambda: nodes_ready(stack), within=120, what="both nodes Ready", describe=stack.diagnose
     )
