@@ -182,6 +182,7 @@ def controller_manager(
     healthz_bind_address: str | None = None,
     healthz_port: int | None = None,
     leader_elect: bool | None = None,
+    root_ca_file: Path | None = None,
     log_level: str | None = None,
     verbosity: int | None = None,
     extra: Sequence[str] = (),
@@ -189,7 +190,7 @@ def controller_manager(
     return _leader_elected(
         "controller-manager", server=server, healthz_bind_address=healthz_bind_address,
         healthz_port=healthz_port, leader_elect=leader_elect, log_level=log_level,
-        verbosity=verbosity, extra=extra,
+        verbosity=verbosity, extra=(*_flags(("root-ca-file", root_ca_file)), *extra),
     )  # fmt: skip
 
 

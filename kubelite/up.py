@@ -405,6 +405,7 @@ def plan(opts: Options) -> list[Child]:
             commands.controller_manager(
                 server=server,
                 healthz_port=opts.controller_manager_port,
+                root_ca_file=pki_dir / "ca.crt" if secure else None,
                 log_level=level,
                 verbosity=verbosity,
             ),
