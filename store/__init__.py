@@ -6,7 +6,8 @@ backend from the URL:
 * ``memory://`` — in process memory, gone at exit (``store.memory``).
 * ``sqlite:///abs/path.db`` — an absolute path (three slashes); ``sqlite://rel/path.db`` — a
   path relative to the working directory (``store.sqlite``). The default backend.
-* ``etcd://host:2379[,host:2379...]`` — reserved; its backend arrives in a later issue.
+* ``etcd://host:2379[,host:2379...]`` — an etcd v3 cluster through its JSON gateway, the
+  members tried in turn when one is down (``store.etcd``).
 
 Options go in the query string and are checked: an unknown one is a ``ValueError``.
 
@@ -14,6 +15,10 @@ Options go in the query string and are checked: an unknown one is a ``ValueError
   with ``WatchOverflow`` (default ``store.watchhub.DEFAULT_WATCH_BUFFER``).
 * sqlite: ``synchronous=FULL|NORMAL|OFF|EXTRA`` (default FULL: durable before a write returns),
   ``busy_timeout_ms=N`` (default 5000), ``readers=N`` reader threads (default 2).
+* etcd: ``prefix=/name`` (keys go under it; default none, so keys are ``/registry/...``),
+  ``timeout=S`` seconds a call retries unavailable members (default 10), and TLS to etcd with
+  ``cacert=PATH`` (the CA that signed etcd's serving certificate) and ``cert=PATH&key=PATH``
+  (a client certificate, when etcd asks for one).
 
 ``keep_window`` (``store.compactor``) is the optional background compactor the owner of a store
 runs as a named task.
@@ -70,7 +75,36 @@ def _open_sqlite(location: str, options: dict[str, str]) -> Store:
 
 
 def _open_etcd(location: str, options: dict[str, str]) -> Store:
-    raise ValueError("the etcd:// store backend is not available yet; use sqlite:// or memory://")
+    import ssl
+
+    from store.etcd import EtcdStore
+
+    endpoints = [endpoint.strip() for endpoint in location.rstrip("/").split(",")]
+    for endpoint in endpoints:
+        host, _, port = endpoint.rpartition(":")
+        if not host or not port.isdigit():
+            raise ValueError(
+                f"etcd endpoint {endpoint!r} is not host:port; expected etcd://host:2379[,host:2379]"
+            )
+    _reject_unknown("etcd", options, {"prefix", "cacert", "cert", "key", "timeout", "watch_buffer"})
+    tls = None
+    cacert, cert, key = (options.pop(name, "") for name in ("cacert", "cert", "key"))
+    if cacert or cert or key:
+        if bool(cert) != bool(key):
+            raise ValueError("etcd store options cert= and key= go together")
+        tls = ssl.create_default_context(cafile=cacert or None)
+        if cert:
+            tls.load_cert_chain(cert, key)
+    prefix = options.pop("prefix", "").rstrip("/")
+    if prefix and not prefix.startswith("/"):
+        raise ValueError(f"etcd store option prefix={prefix!r} must start with '/'")
+    timeout = (
+        float(_int_option("timeout", options.pop("timeout"))) if "timeout" in options else None
+    )
+    kwargs = {name: _int_option(name, raw) for name, raw in options.items()}
+    if timeout is not None:
+        return EtcdStore(endpoints, prefix=prefix, tls=tls, timeout=timeout, **kwargs)
+    return EtcdStore(endpoints, prefix=prefix, tls=tls, **kwargs)
 
 
 def _reject_unknown(scheme: str, options: dict[str, str], known: set[str]) -> None:

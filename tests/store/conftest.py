@@ -2,21 +2,29 @@
 
 ``open_backend(**options)`` opens a fresh store of the current backend (options become URL query
 parameters, e.g. ``watch_buffer=8``) and closes it after the test; ``store`` is one opened with
-the defaults. The etcd backend joins by adding its scheme to ``BACKENDS`` and a URL below.
+the defaults.
+
+etcd: one real member for the whole session (``etcd_member``), and a fresh key prefix per test
+(``?prefix=/t-<random>``), so each test sees an empty store at revision 0 (``store.etcd``'s
+revision origin) and none sees another's keys. Tests run one at a time, so no other test writes
+to that etcd during a test. Without an etcd binary the etcd cases are skipped, saying why
+(``make test`` installs it).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
 
+from kubelite.testing import etcd
 from store import open_store
 from store.base import Store
 
-BACKENDS = ["memory", "sqlite"]
+BACKENDS = ["memory", "sqlite", "etcd"]
 
 StoreOpener = Callable[..., Store]
 
@@ -26,9 +34,26 @@ def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+@pytest.fixture(scope="session")
+def etcd_member(tmp_path_factory: pytest.TempPathFactory) -> Iterator[etcd.EtcdMember]:
+    """One etcd member for the session's etcd tests (skipped without an etcd binary)."""
+    if not etcd.available():
+        pytest.skip("no etcd binary on the PATH: apt-get install etcd-server (make test does)")
+    member = etcd.EtcdMember(tmp_path_factory.mktemp("etcd") / "member")
+    member.start()
+    yield member
+    member.stop()
+
+
 @pytest.fixture
-def backend_url(backend: str, tmp_path: Path) -> Callable[..., str]:
+def backend_url(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Callable[..., str]:
+    if backend == "etcd":
+        member: etcd.EtcdMember = request.getfixturevalue("etcd_member")
+        prefix = f"/t-{uuid.uuid4().hex[:12]}"
+
     def url(**options: object) -> str:
+        if backend == "etcd":
+            return f"etcd://{member.endpoint}?{urlencode({'prefix': prefix, **options})}"
         query = f"?{urlencode(options)}" if options else ""
         if backend == "memory":
             return f"memory://{query}"

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from store import open_store
+from store.etcd import EtcdStore
 from store.memory import MemoryStore
 from store.sqlite import SqliteStore
 
@@ -38,6 +39,13 @@ async def test_sqlite_relative_path_is_relative_to_the_working_directory(
     assert (tmp_path / "state" / "rel.db").exists()
 
 
+async def test_etcd_url_names_the_members_and_the_prefix_without_connecting() -> None:
+    store = open_store("etcd://127.0.0.1:1,127.0.0.2:2?prefix=/cluster-a/&timeout=3")
+    assert isinstance(store, EtcdStore)
+    assert (store.endpoints, store.prefix) == (["127.0.0.1:1", "127.0.0.2:2"], "/cluster-a")
+    await store.close()
+
+
 @pytest.mark.parametrize(
     ("url", "message"),
     [
@@ -49,7 +57,10 @@ async def test_sqlite_relative_path_is_relative_to_the_working_directory(
         ("sqlite:///tmp/x.db?busy_timeout_ms=soon", "is not an integer"),
         ("memory://?watch_buffer=0", "must be >= 1"),
         ("memory://somewhere", "memory:// takes no location"),
-        ("etcd://127.0.0.1:2379", "etcd:// store backend is not available yet"),
+        ("etcd://127.0.0.1", "etcd endpoint '127.0.0.1' is not host:port"),
+        ("etcd://127.0.0.1:2379?prefix=registry", "must start with '/'"),
+        ("etcd://127.0.0.1:2379?cert=/tmp/c.pem", "cert= and key= go together"),
+        ("etcd://127.0.0.1:2379?lease=1", "unknown etcd:// store option(s) lease"),
     ],
 )
 def test_bad_urls_raise_value_error_saying_what_is_wrong(url: str, message: str) -> None:
