@@ -32,7 +32,14 @@ from pathlib import Path
 
 from component import pki
 
-__all__ = ["ClusterPki", "ensure_cluster_pki", "kubeconfig", "main"]
+__all__ = [
+    "ClusterPki",
+    "ensure_cluster_pki",
+    "kubeconfig",
+    "kubeconfig_path",
+    "main",
+    "write_kubeconfigs",
+]
 
 KUBERNETES_NAMES = (
     "kubernetes",
@@ -45,7 +52,10 @@ COMPONENT_USERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "controller-manager": ("system:kube-controller-manager", ()),
     "scheduler": ("system:kube-scheduler", ()),
     "proxy": ("system:kube-proxy", ()),
-    "dns": ("system:serviceaccount:kube-system:coredns", ()),
+    "dns": (
+        "system:serviceaccount:kube-system:coredns",
+        ("system:serviceaccounts", "system:serviceaccounts:kube-system"),
+    ),
 }
 
 
@@ -125,14 +135,18 @@ def kubeconfig(server: str, *, ca: Path, client: pki.KeyPair, user: str) -> str:
     return json.dumps(doc, indent=2) + "\n"  # JSON is YAML; kubectl reads either
 
 
+def kubeconfig_path(state_dir: Path, name: str) -> Path:
+    """Where the kubeconfig of client ``name`` (``scheduler``, ``node-node1`` ...) is written."""
+    return state_dir / "kubeconfigs" / f"{name}.conf"
+
+
 def write_kubeconfigs(state_dir: Path, cluster: ClusterPki, *, server: str) -> Path:
     """The admin's ``<state-dir>/kubeconfig`` and one per component under ``kubeconfigs/``;
     returns the admin's path."""
-    directory = state_dir / "kubeconfigs"
-    directory.mkdir(parents=True, exist_ok=True)
+    (state_dir / "kubeconfigs").mkdir(parents=True, exist_ok=True)
     for name, client in cluster.clients.items():
         text = kubeconfig(server, ca=cluster.ca.files.cert, client=client, user=name)
-        pki.write_private(directory / f"{name}.conf", text.encode())
+        pki.write_private(kubeconfig_path(state_dir, name), text.encode())
     admin = state_dir / "kubeconfig"
     text = kubeconfig(
         server, ca=cluster.ca.files.cert, client=cluster.clients["admin"], user="admin"

@@ -1,7 +1,7 @@
 """How each component is started: one argv source of truth.
 
 Why: ``kubelite up``, ``docker-compose.yml``, the tests and the benchmarks all start the same
-four components; when each spelled its command lines by hand, a flag renamed in one place broke
+components; when each spelled its command lines by hand, a flag renamed in one place broke
 the others. Here, one function per component turns typed options into a ``Command``:
 
 * ``apiserver(...)``, ``scheduler(...)``, ``controller_manager(...)``, ``kubelet(...)``,
@@ -140,6 +140,7 @@ def _leader_elected(
     component: str,
     *,
     server: str | Sequence[str] | None,
+    kubeconfig: Path | str | None,
     healthz_bind_address: str | None,
     healthz_port: int | None,
     leader_elect: bool | None,
@@ -150,6 +151,7 @@ def _leader_elected(
     """The scheduler's and the controller-manager's command lines: the same flags."""
     args = _flags(
         ("server", server),
+        ("kubeconfig", kubeconfig),
         ("healthz-bind-address", healthz_bind_address),
         ("healthz-port", healthz_port),
     )
@@ -162,6 +164,7 @@ def _leader_elected(
 def scheduler(
     *,
     server: str | Sequence[str] | None = None,
+    kubeconfig: Path | str | None = None,
     healthz_bind_address: str | None = None,
     healthz_port: int | None = None,
     leader_elect: bool | None = None,
@@ -170,15 +173,16 @@ def scheduler(
     extra: Sequence[str] = (),
 ) -> Command:
     return _leader_elected(
-        "scheduler", server=server, healthz_bind_address=healthz_bind_address,
-        healthz_port=healthz_port, leader_elect=leader_elect, log_level=log_level,
-        verbosity=verbosity, extra=extra,
+        "scheduler", server=server, kubeconfig=kubeconfig,
+        healthz_bind_address=healthz_bind_address, healthz_port=healthz_port,
+        leader_elect=leader_elect, log_level=log_level, verbosity=verbosity, extra=extra,
     )  # fmt: skip
 
 
 def controller_manager(
     *,
     server: str | Sequence[str] | None = None,
+    kubeconfig: Path | str | None = None,
     healthz_bind_address: str | None = None,
     healthz_port: int | None = None,
     leader_elect: bool | None = None,
@@ -188,15 +192,17 @@ def controller_manager(
     extra: Sequence[str] = (),
 ) -> Command:
     return _leader_elected(
-        "controller-manager", server=server, healthz_bind_address=healthz_bind_address,
-        healthz_port=healthz_port, leader_elect=leader_elect, log_level=log_level,
-        verbosity=verbosity, extra=(*_flags(("root-ca-file", root_ca_file)), *extra),
+        "controller-manager", server=server, kubeconfig=kubeconfig,
+        healthz_bind_address=healthz_bind_address, healthz_port=healthz_port,
+        leader_elect=leader_elect, log_level=log_level, verbosity=verbosity,
+        extra=(*_flags(("root-ca-file", root_ca_file)), *extra),
     )  # fmt: skip
 
 
 def kubelet(
     *,
     server: str | Sequence[str] | None = None,
+    kubeconfig: Path | str | None = None,
     node_name: str | None = None,
     node_ip: str | None = None,
     runtime: str | None = None,
@@ -220,6 +226,7 @@ def kubelet(
 ) -> Command:
     args = _flags(
         ("server", server),
+        ("kubeconfig", kubeconfig),
         ("node-name", node_name),
         ("node-ip", node_ip),
         ("runtime", runtime),
@@ -245,6 +252,7 @@ def kubelet(
 def proxy(
     *,
     server: str | Sequence[str] | None = None,
+    kubeconfig: Path | str | None = None,
     hostname_override: str | Sequence[str] | None = None,
     nodeport_addresses: str | Sequence[str] | None = None,
     healthz_bind_address: str | None = None,
@@ -256,6 +264,7 @@ def proxy(
 ) -> Command:
     args = _flags(
         ("server", server),
+        ("kubeconfig", kubeconfig),
         ("hostname-override", hostname_override),
         ("nodeport-addresses", nodeport_addresses),
         ("healthz-bind-address", healthz_bind_address),
@@ -268,6 +277,7 @@ def proxy(
 def dns(
     *,
     server: str | Sequence[str] | None = None,
+    kubeconfig: Path | str | None = None,
     cluster_domain: str | None = None,
     cluster_dns_ip: str | None = None,
     dns_bind_address: str | None = None,
@@ -281,6 +291,7 @@ def dns(
 ) -> Command:
     args = _flags(
         ("server", server),
+        ("kubeconfig", kubeconfig),
         ("cluster-domain", cluster_domain),
         ("cluster-dns-ip", cluster_dns_ip),
         ("dns-bind-address", dns_bind_address),

@@ -154,10 +154,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--port",
-        type=port,
+        type=port_or_off,
         default=8080,
-        help="the apiserver's plain-HTTP port; 0 picks a free one, shown in the banner "
-        "(default 8080)",
+        help="the apiserver's plain-HTTP port (loopback, no authentication); 0 picks a free "
+        "one, shown in the banner; -1 closes it — the cluster then runs on the secure port "
+        "alone (default 8080)",
     )
     p.add_argument(
         "--bind-address",
@@ -256,6 +257,8 @@ def parse_options(argv: Sequence[str]) -> Options:
             cluster_pod_cidr(Path(ns.state_dir), ns.nodes)
         except ValueError as exc:
             parser.error(f"--nodes {ns.nodes}: {exc}")
+    if ns.port == -1 and ns.secure_port == -1:
+        parser.error("--port -1 with --secure-port -1: the apiserver would serve nothing")
     if ns.store is not None and not ns.store.startswith(STORE_SCHEMES):
         parser.error(f"--store {ns.store!r}: expected one of {', '.join(STORE_SCHEMES)}")
     state_dir = Path(ns.state_dir).resolve()
@@ -376,11 +379,16 @@ def ensure_pki(opts: Options) -> cluster_pki.ClusterPki:
 
 def plan(opts: Options) -> list[Child]:
     """The children to start, in start order (the apiserver first, kubelets last)."""
-    server, level, verbosity = opts.server, opts.log_level, opts.verbosity
+    level, verbosity = opts.log_level, opts.verbosity
     service_cidr = cluster_service_cidr(opts.state_dir)
     dns_ip = cluster_dns_ip(service_cidr)
     pki_dir = opts.state_dir / "pki"
     secure = opts.secure_port != -1
+    # on the secure port each component is itself: server and credentials from its kubeconfig
+    server = None if secure else opts.server
+
+    def kubeconfig_of(name: str) -> Path | None:
+        return cluster_pki.kubeconfig_path(opts.state_dir, name) if secure else None
     children: list[tuple[str, commands.Command]] = [
         (
             "apiserver",
@@ -404,6 +412,7 @@ def plan(opts: Options) -> list[Child]:
             "controller-manager",
             commands.controller_manager(
                 server=server,
+                kubeconfig=kubeconfig_of("controller-manager"),
                 healthz_port=opts.controller_manager_port,
                 root_ca_file=pki_dir / "ca.crt" if secure else None,
                 log_level=level,
@@ -414,6 +423,7 @@ def plan(opts: Options) -> list[Child]:
             "scheduler",
             commands.scheduler(
                 server=server,
+                kubeconfig=kubeconfig_of("scheduler"),
                 healthz_port=opts.scheduler_port,
                 log_level=level,
                 verbosity=verbosity,
@@ -426,6 +436,7 @@ def plan(opts: Options) -> list[Child]:
             "proxy",
             commands.proxy(
                 server=server,
+                kubeconfig=kubeconfig_of("proxy"),
                 hostname_override=names or None,
                 healthz_port=opts.proxy_port,
                 log_level=level,
@@ -438,6 +449,7 @@ def plan(opts: Options) -> list[Child]:
             "dns",
             commands.dns(
                 server=server,
+                kubeconfig=kubeconfig_of("dns"),
                 cluster_dns_ip=dns_ip,
                 # port 53 needs root; elsewhere the proxy's .10:53 cannot be bound either
                 dns_port=53 if os.geteuid() == 0 else 0,
@@ -457,6 +469,7 @@ def plan(opts: Options) -> list[Child]:
                 node,
                 commands.kubelet(
                     server=server,
+                    kubeconfig=kubeconfig_of(f"node-{node}"),
                     node_name=node,
                     runtime=opts.runtime,
                     state_dir=opts.state_dir / "kubelets" / node,
@@ -599,7 +612,7 @@ class Supervisor(Supervision):
             self._start(child)
         wanted = set(node_names(self.opts.nodes))
         remaining = max(1.0, deadline - loop.time())
-        async with ApiClient(server=self.opts.server) as client:
+        async with self._client(kubeconfig_path) as client:
             up = asyncio.create_task(
                 asyncio.wait_for(
                     asyncio.gather(
@@ -623,6 +636,13 @@ class Supervisor(Supervision):
                 )
                 return
         self._banner(kubeconfig_path)
+
+    def _client(self, kubeconfig_path: Path) -> ApiClient:
+        """How ``up`` itself watches the nodes: as the admin on the secure port when it
+        serves (the kubeconfig it wrote), else on the plain port."""
+        if self.opts.secure_port == -1:
+            return ApiClient(server=self.opts.server)
+        return ApiClient.from_kubeconfig(str(kubeconfig_path))
 
     def _write_kubeconfigs(self, path: Path) -> None:
         """The admin's kubeconfig (https with the admin certificate when the secure port
@@ -678,11 +698,12 @@ class Supervisor(Supervision):
     def _banner(self, kubeconfig_path: Path) -> None:
         opts = self.opts
         nodes = ", ".join(node_names(opts.nodes)) or "no nodes"
+        api = opts.server if opts.port != -1 else opts.secure_server
         lines = [
-            f"kubelite is up: API at {opts.server} ({nodes} Ready)",
+            f"kubelite is up: API at {api} ({nodes} Ready)",
             *(
                 [f"secure API at {opts.secure_server} (TLS; the kubeconfig's server)"]
-                if opts.secure_port != -1
+                if opts.secure_port != -1 and opts.port != -1
                 else []
             ),
             "endpoints (the ports each component bound):",
@@ -692,7 +713,11 @@ class Supervisor(Supervision):
             f"  export KUBECONFIG={kubeconfig_path}",
             "  kubectl get nodes -o wide",
             "  kubectl run web --image=nginx && kubectl get pods -o wide -w",
-            f"  curl -s {opts.server}/api/v1/namespaces/default/pods",
+            *(
+                [f"  curl -s {opts.server}/api/v1/namespaces/default/pods"]
+                if opts.port != -1
+                else []
+            ),
             "Ctrl-C stops the cluster; `kubelite up` again resumes it.",
         ]
         for line in lines:

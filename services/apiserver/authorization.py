@@ -8,7 +8,9 @@ with a message naming the user, the verb and what was asked for —
 
 1. members of ``system:masters`` are allowed everything (Kubernetes' privileged-group
    authorizer; the insecure port's ``INSECURE_SUPERUSER`` is one, so nothing changes there);
-2. RBAC (``services.apiserver.rbac``).
+2. the modes of ``--authorization-mode`` in order, ``Node,RBAC`` by default: the Node
+   authorizer (``node_authorizer``: a kubelet reads what its pods reference) and RBAC
+   (``services.apiserver.rbac``).
 
 The first ALLOW wins; a request nobody allows is refused, the authorizers' reasons appended.
 
@@ -19,8 +21,7 @@ request for the audit log). The last decision taken for a request — its own, o
 impersonation check that refused it — is left at ``request[audit.AUTHZ_DECISION]`` as
 ``(Decision, reason)``: the audit log's ``authorization.k8s.io/decision`` and ``/reason``.
 
-Limits: no Node authorizer yet (a kubelet is authorized by RBAC alone: the ``system:node``
-ClusterRole bound to the group ``system:nodes``), no webhook authorizer.
+Limits: no webhook, ABAC, AlwaysAllow or AlwaysDeny modes.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from services.apiserver.identity import (
     set_request_user,
 )
 from services.apiserver.impersonation import impersonate
+from services.apiserver.node_authorizer import NodeAuthorizer, NodeCaches
 from services.apiserver.rbac import RBACAuthorizer, RbacCaches
 from services.apiserver.request_info import RequestInfo, attributes_for, request_info
 from services.apiserver.watchcache import WatchCache
@@ -112,21 +114,31 @@ async def authorize_requests(request: web.Request, handler: Handler) -> web.Stre
 
 
 def setup_authorization(app: web.Application, ctx: ApiContext) -> None:
-    """Put the authorizer chain (masters, RBAC over ``ctx``'s watch caches) on ``app``."""
+    """Put the authorizer chain (masters, then ``--authorization-mode``'s authorizers over
+    ``ctx``'s watch caches) on ``app``."""
 
-    def cache(kind: str) -> WatchCache:
-        found = ctx.cache(ctx.registry.require(GROUP, kind))
+    def cache(group: str, kind: str) -> WatchCache:
+        found = ctx.cache(ctx.registry.require(group, kind))
         if found is None:
-            raise KeyError(f"no watch cache for {kind}: RBAC cannot authorize")
+            raise KeyError(f"no watch cache for {kind}: cannot authorize")
         return found
 
     rbac = RBACAuthorizer(
         RbacCaches(
-            roles=cache("Role"),
-            cluster_roles=cache("ClusterRole"),
-            role_bindings=cache("RoleBinding"),
-            cluster_role_bindings=cache("ClusterRoleBinding"),
+            roles=cache(GROUP, "Role"),
+            cluster_roles=cache(GROUP, "ClusterRole"),
+            role_bindings=cache(GROUP, "RoleBinding"),
+            cluster_role_bindings=cache(GROUP, "ClusterRoleBinding"),
         )
     )
+    modes: dict[str, Authorizer] = {"RBAC": rbac}
+    if "Node" in ctx.options.authorization_modes:
+        modes["Node"] = NodeAuthorizer(
+            NodeCaches(
+                pods=cache("", "Pod"),
+                claims=cache("", "PersistentVolumeClaim"),
+                volumes=cache("", "PersistentVolume"),
+            )
+        )
     app[RBAC] = rbac
-    app[AUTHORIZER] = AuthorizerChain([rbac])
+    app[AUTHORIZER] = AuthorizerChain([modes[mode] for mode in ctx.options.authorization_modes])

@@ -38,7 +38,13 @@ from services.apiserver.context import ApiContext
 from services.apiserver.rbac import Rule, missing_rules
 from services.apiserver.strategy import default_object, prepare_for_create
 
-__all__ = ["CLUSTER_ROLES", "CLUSTER_ROLE_BINDINGS", "ensure_bootstrap_policy"]
+__all__ = [
+    "CLUSTER_ROLES",
+    "CLUSTER_ROLE_BINDINGS",
+    "NODE_RULES",
+    "RETIRED_SUBJECTS",
+    "ensure_bootstrap_policy",
+]
 
 log = logging.getLogger(__name__)
 
@@ -182,6 +188,41 @@ _ADMIN_RULES = [
 
 _PUBLIC_URLS = ("/healthz", "/livez", "/readyz", "/version", "/version/")
 
+NODE_RULES: list[Obj] = [
+    # checking API access (the kubelet's own server asks): these creates change nothing
+    _rule(("create",), ("authentication.k8s.io",), "tokenreviews"),
+    _rule(
+        ("create",), ("authorization.k8s.io",), "localsubjectaccessreviews", "subjectaccessreviews"
+    ),
+    _rule(READ, _CORE, "services"),  # the containers' Service variables
+    # registering its Node and reporting status; NodeRestriction: only its own
+    _rule(("create", "get", "list", "watch"), _CORE, "nodes"),
+    _rule(("patch", "update"), _CORE, "nodes/status"),
+    _rule(("patch", "update"), _CORE, "nodes"),
+    _EVENTS,
+    _rule(READ, _CORE, "pods"),
+    # mirror pods, and finishing a graceful deletion; NodeRestriction: pods bound to itself
+    _rule(("create", "delete"), _CORE, "pods"),
+    _rule(("patch", "update"), _CORE, "pods/status"),
+    _rule(("create",), _CORE, "pods/eviction"),
+    # the Node authorizer narrows these to what its pods reference
+    _rule(READ, _CORE, "configmaps", "secrets"),
+    _rule(("get",), _CORE, "persistentvolumeclaims", "persistentvolumes"),
+    _rule(("get",), _CORE, "endpoints"),
+    _rule(
+        ("create", "get", "list", "watch"), ("certificates.k8s.io",), "certificatesigningrequests"
+    ),
+    _rule(("create", "delete", "get", "patch", "update"), ("coordination.k8s.io",), "leases"),
+    _rule(("get",), ("storage.k8s.io",), "volumeattachments"),
+    _rule(("get", "patch", "update"), _CORE, "persistentvolumeclaims/status"),
+    _rule(("create",), _CORE, "serviceaccounts/token"),
+    _rule(("get", "list", "watch"), ("storage.k8s.io",), "csidrivers"),
+    _rule(("create", "delete", "get", "patch", "update"), ("storage.k8s.io",), "csinodes"),
+    _rule(("get", "list", "watch"), ("node.k8s.io",), "runtimeclasses"),
+]
+"""Kubernetes' ``NodeRules()``: the ``system:node`` ClusterRole, and the static rules the Node
+authorizer (``node_authorizer``) applies to every node for what its graph does not guard."""
+
 CLUSTER_ROLES: list[Obj] = [
     _role(
         "cluster-admin",
@@ -237,45 +278,18 @@ CLUSTER_ROLES: list[Obj] = [
             _rule(("list", "watch"), ("discovery.k8s.io",), "endpointslices"),
         ],
     ),
+    _role("system:kube-dns", [_rule(("list", "watch"), _CORE, "endpoints", "services")]),
     _role(
-        "system:kube-dns",
+        "system:coredns",
         [
-            _rule(("list", "watch"), _CORE, "endpoints", "services"),
+            _rule(("list", "watch"), _CORE, "endpoints", "namespaces", "pods", "services"),
             _rule(("list", "watch"), ("discovery.k8s.io",), "endpointslices"),
+            # kubelite's DNS registers its own Service (kubeadm's addon manifest makes it)
+            _rule(("create",), _CORE, "services"),
+            {**_rule(("delete", "get", "update"), _CORE, "services"), "resourceNames": ["kube-dns"]},
         ],
     ),
-    _role(
-        "system:node",
-        [
-            _rule(("create", "delete"), ("authentication.k8s.io",), "tokenreviews"),
-            _rule(
-                ("create",),
-                ("authorization.k8s.io",),
-                "localsubjectaccessreviews",
-                "subjectaccessreviews",
-            ),
-            _rule(READ, _CORE, "services"),
-            _rule(("create", "get", "list", "watch"), _CORE, "nodes"),
-            _rule(("patch", "update"), _CORE, "nodes/status"),
-            _rule(("patch", "update"), _CORE, "nodes"),
-            _EVENTS,
-            _rule(READ, _CORE, "pods"),
-            _rule(("create", "delete"), _CORE, "pods"),
-            _rule(("patch", "update"), _CORE, "pods/status"),
-            _rule(("create",), _CORE, "pods/eviction"),
-            _rule(("get",), _CORE, "configmaps", "secrets"),
-            _rule(("get",), _CORE, "persistentvolumeclaims", "persistentvolumes"),
-            _rule(("get",), _CORE, "endpoints"),
-            _rule(("update", "patch"), _CORE, "persistentvolumeclaims/status"),
-            _rule(("create",), _CORE, "serviceaccounts/token"),
-            _rule(
-                ("create", "delete", "get", "patch", "update"),
-                ("coordination.k8s.io",),
-                "leases",
-            ),
-            _rule(("get", "list", "watch"), ("storage.k8s.io",), "storageclasses"),
-        ],
-    ),
+    _role("system:node", NODE_RULES),
     _role(
         "system:kube-scheduler",
         [
@@ -368,14 +382,24 @@ CLUSTER_ROLE_BINDINGS: list[Obj] = [
     {
         "name": "system:kube-dns",
         "role": "system:kube-dns",
-        "subjects": [
-            {"kind": "ServiceAccount", "name": "kube-dns", "namespace": "kube-system"},
-            *_subjects("User", "system:kube-dns"),
-        ],
+        "subjects": [{"kind": "ServiceAccount", "name": "kube-dns", "namespace": "kube-system"}],
     },
-    {"name": "system:node", "role": "system:node", "subjects": _subjects("Group", "system:nodes")},
+    {
+        "name": "system:coredns",
+        "role": "system:coredns",
+        "subjects": [{"kind": "ServiceAccount", "name": "coredns", "namespace": "kube-system"}],
+    },
+    {"name": "system:node", "role": "system:node", "subjects": []},
 ]
-"""Kubernetes' default ClusterRoleBindings (``system:node`` to ``system:nodes``: see above)."""
+"""Kubernetes' default ClusterRoleBindings (``system:node`` to nobody: see above)."""
+
+RETIRED_SUBJECTS: dict[str, list[Obj]] = {
+    "system:node": _subjects("Group", "system:nodes"),
+    "system:kube-dns": _subjects("User", "system:kube-dns"),
+}
+"""Subjects earlier kubelite versions bound and reconciliation now removes: the group of every
+node held the whole ``system:node`` role through RBAC, which would let any kubelet read every
+Secret past the Node authorizer (Kubernetes removed the same binding in 1.8)."""
 
 
 def _meta(name: str, labels: dict[str, str]) -> Obj:
@@ -425,9 +449,10 @@ def _reconcile_role(current: Obj, wanted: Obj) -> Obj | None:
 
 
 def _reconcile_binding(current: Obj, wanted: Obj) -> Obj | None:
-    subjects = list(current.get("subjects") or [])
+    retired = RETIRED_SUBJECTS.get(wanted["metadata"]["name"], [])
+    subjects = [s for s in current.get("subjects") or [] if s not in retired]
     missing = [s for s in wanted["subjects"] if s not in subjects]
-    if not missing:
+    if not missing and subjects == list(current.get("subjects") or []):
         return None
     return {**current, "subjects": subjects + missing}
 

@@ -60,6 +60,9 @@ class ServerOptions:
     anonymous_auth: bool = True
     """Requests without credentials on the secure port are ``system:anonymous``
     (``--anonymous-auth``); False: 401."""
+    authorization_modes: tuple[str, ...] = ("Node", "RBAC")
+    """The authorizer chain after ``system:masters``, in order (``--authorization-mode``):
+    ``Node`` (``node_authorizer``) and ``RBAC``."""
     event_ttl: float = 3600.0
     """Seconds an Event lives after its last write (``--event-ttl``, Kubernetes' default 1h)."""
     compaction_window: int = 10_000
@@ -125,6 +128,12 @@ class ServerOptions:
         parse_port_range(self.service_node_port_range)
         if (self.tls_cert_file is None) != (self.tls_private_key_file is None):
             raise ValueError("--tls-cert-file and --tls-private-key-file go together")
+        unknown = set(self.authorization_modes) - {"Node", "RBAC"}
+        if unknown or not self.authorization_modes:
+            raise ValueError(
+                f"--authorization-mode {','.join(self.authorization_modes)}: kubelite knows "
+                "Node and RBAC"
+            )
         if self.audit_log_maxsize < 0 or self.audit_log_maxbackup < 0:
             raise ValueError("the audit log's size and backup count must be >= 0")
         if self.service_repair_interval <= 0 or self.service_leak_grace < 0:

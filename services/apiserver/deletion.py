@@ -41,6 +41,7 @@ from services.apiserver.admission import admit_delete
 from services.apiserver.codec import json_response, read_body
 from services.apiserver.context import ApiContext
 from services.apiserver.listing import list_objects
+from services.apiserver.node_restriction import DELETE, Write, admit_named
 from services.apiserver.query import ListOptions, parse_bool
 from services.apiserver.storage import ObjectStorage
 from services.apiserver.strategy import is_graceful, returns_deleted_object
@@ -269,6 +270,8 @@ async def delete(
     name: str | None,
 ) -> web.Response:
     options = await read_delete_options(request)
+    write = Write(rt=rt, operation=DELETE, namespace=namespace, name=str(name))
+    await admit_named(request, ctx, write)
     outcome = await delete_object(ctx, rt, namespace, str(name), options)
     if outcome.deleted and not returns_deleted_object(rt):
         return json_response(_success_status(rt, outcome.obj))

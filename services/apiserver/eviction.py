@@ -46,6 +46,7 @@ from services.apiserver.codec import json_response, read_object
 from services.apiserver.context import ApiContext
 from services.apiserver.deletion import delete_object, parse_delete_options
 from services.apiserver.handlers import is_dry_run
+from services.apiserver.node_restriction import CREATE, Write, admit_named
 
 if TYPE_CHECKING:  # rest.py dispatches here, so the import runs one way only
     from services.apiserver.rest import Target
@@ -94,6 +95,8 @@ async def evict(request: web.Request, ctx: ApiContext, target: Target) -> web.Re
     options = parse_delete_options(raw_options if isinstance(raw_options, dict) else {})
     dry_run = is_dry_run(request) or bool(options.dry_run)
     namespace, name = target.namespace, str(target.name)
+    write = Write(target.rt, CREATE, namespace, name, subresource="eviction")
+    await admit_named(request, ctx, write)
     pod = await ctx.storage(target.rt).get(namespace, name)
     if not _can_ignore_budgets(pod):
         budgets = await _budgets_of(ctx, pod)

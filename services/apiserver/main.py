@@ -162,6 +162,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="AUD1,AUD2",
         help="audiences a token must name one of (default: the issuer)",
     )
+    p.add_argument(
+        "--authorization-mode",
+        type=lambda text: tuple(m.strip() for m in text.split(",") if m.strip()),
+        default=("Node", "RBAC"),
+        metavar="MODE1,MODE2",
+        help="the authorizers asked on the secure port, in order, after system:masters: Node "
+        "(a kubelet reads what its pods reference) and RBAC (default: Node,RBAC)",
+    )
     tls.add_argument(
         "--anonymous-auth",
         type=_boolean,
@@ -322,6 +330,7 @@ def parse_args(argv: Sequence[str]) -> tuple[ServerOptions, argparse.Namespace]:
             service_account_issuer=args.service_account_issuer,
             api_audiences=args.api_audiences,
             anonymous_auth=args.anonymous_auth,
+            authorization_modes=args.authorization_mode,
             event_ttl=args.event_ttl,
             compaction_window=args.compaction_window,
             compaction_interval=args.compaction_interval,

@@ -31,7 +31,14 @@ from aiohttp import web
 
 from api.errors import AlreadyExists
 from api.registry import ResourceType
-from services.apiserver import deletion, fieldvalidation, listing, subresources, watch
+from services.apiserver import (
+    deletion,
+    fieldvalidation,
+    listing,
+    node_restriction,
+    subresources,
+    watch,
+)
 from services.apiserver.admission import admit_create
 from services.apiserver.codec import read_object, read_patch
 from services.apiserver.context import CONTEXT, ApiContext
@@ -46,6 +53,7 @@ from services.apiserver.handlers import (
     require_verb,
 )
 from services.apiserver.identity import request_user
+from services.apiserver.node_restriction import CREATE, UPDATE
 from services.apiserver.reviews import REVIEW_GROUPS, create_review
 from services.apiserver.service_allocation import Reservation, carry_over_allocations
 from services.apiserver.strategy import (
@@ -123,6 +131,17 @@ def resolve(ctx: ApiContext, *, group: str, version: str, tail: str) -> Target:
 # -- handlers --------------------------------------------------------------------------------
 
 
+def _write(target: Target, operation: str, name: str) -> node_restriction.Write:
+    """``target`` as admission sees a write to it."""
+    return node_restriction.Write(
+        rt=target.rt,
+        operation=operation,
+        namespace=target.namespace,
+        name=name,
+        subresource=target.subresource or "",
+    )
+
+
 def _allocates(ctx: ApiContext, rt: ResourceType) -> bool:
     """Services get their ClusterIP and node ports from the allocator on every write."""
     return ctx.services is not None and (rt.group, rt.kind) == ("", "Service")
@@ -164,6 +183,7 @@ async def create(request: web.Request, ctx: ApiContext, target: Target) -> web.R
         prepare_for_create(rt, obj)
         default_object(rt, obj)
         validate_object(rt, obj)
+        node_restriction.admit(request, _write(target, CREATE, name), obj=obj, old=None)
         await check_no_escalation(request, ctx, rt, obj, user=request_user(request))
         if dry_run:
             response = object_response(request, rt, obj, status=201)
@@ -217,6 +237,7 @@ async def update(request: web.Request, ctx: ApiContext, target: Target) -> web.R
             carry_over_allocations(new, current)
         default_object(rt, new)
         validate_object(rt, new, old=current)
+        node_restriction.admit(request, _write(target, UPDATE, name), obj=new, old=current)
         await check_no_escalation(request, ctx, rt, new, user=request_user(request))
         if dry_run:
             dry.append(new)
@@ -237,6 +258,7 @@ async def update(request: web.Request, ctx: ApiContext, target: Target) -> web.R
             prepare_for_create(rt, obj)
             default_object(rt, obj)
             validate_object(rt, obj)
+            node_restriction.admit(request, _write(target, CREATE, name), obj=obj, old=None)
             await check_no_escalation(request, ctx, rt, obj, user=request_user(request))
             reservation = await _reserve(ctx, rt, obj)
             if reservation is not None:
@@ -282,6 +304,7 @@ async def patch(request: web.Request, ctx: ApiContext, target: Target) -> web.Re
             carry_over_allocations(new, current)
         default_object(rt, new)
         validate_object(rt, new, old=current)
+        node_restriction.admit(request, _write(target, UPDATE, name), obj=new, old=current)
         await check_no_escalation(request, ctx, rt, new, user=request_user(request))
         if dry_run:
             dry.append(new)

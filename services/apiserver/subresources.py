@@ -38,6 +38,7 @@ from services.apiserver.handlers import (
     no_route,
     object_response,
 )
+from services.apiserver.node_restriction import UPDATE, Write, admit
 from services.apiserver.strategy import prepare_for_status_update, validate_object
 from services.apiserver.token_request import create_token
 
@@ -115,6 +116,8 @@ async def _write_status(request: web.Request, ctx: ApiContext, target: Target) -
             raise storage.conflict(name)
         out = prepare_for_status_update(rt, new, current)
         validate_object(rt, out, old=current)
+        write = Write(rt=rt, operation=UPDATE, namespace=target.namespace, name=name)
+        admit(request, write, obj=out, old=current)
         if dry_run:
             dry.append(out)
             return current

@@ -29,6 +29,7 @@ from api.errors import BadRequest, Conflict, Invalid, ServiceUnavailable
 from api.meta import format_time
 from services.apiserver.codec import json_response, read_object
 from services.apiserver.context import ApiContext
+from services.apiserver.node_restriction import CREATE, Write, admit
 from services.apiserver.service_account_tokens import claims_for
 
 if TYPE_CHECKING:  # rest.py dispatches here through subresources, one way only
@@ -100,6 +101,9 @@ async def create_token(request: web.Request, ctx: ApiContext, target: Target) ->
     account = await ctx.storage(ctx.resource("", "serviceaccounts")).get(namespace, name)
     ref = spec.get("boundObjectRef")
     bound = await _bound_object(ctx, namespace, ref) if isinstance(ref, dict) else None
+    write = Write(target.rt, CREATE, namespace, name, subresource="token")
+    pod = bound[1] if bound is not None and bound[0] == "pod" else None
+    admit(request, write, obj=ref if isinstance(ref, dict) else None, old=pod)
     audiences = [str(a) for a in spec.get("audiences") or []] or list(keys.audiences)
     claims = claims_for(
         keys,

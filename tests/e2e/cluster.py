@@ -48,6 +48,7 @@ import aiohttp
 from api.registry import REGISTRY
 from client.informer import Informer
 from client.rest import ApiClient
+from kubelite.cluster_pki import write_kubeconfigs
 from kubelite.testing import ComponentProcess
 from kubelite.testing.waiting import Changes, apoll_until
 from kubelite.up import STOP_ORDER, Options, ensure_pki, node_names, plan
@@ -223,6 +224,8 @@ class Cluster(ClusterView):
         self.root = root
         self.port = 0
         """The apiserver's port: 0 (any) at first, then the one it bound, kept for restarts."""
+        self.secure_port = 0
+        """Its secure port, likewise: the one every other component's kubeconfig names."""
         self.pod_cidr = loopback_pod_cidr(nodes)
         self.network = IPv4Network(self.pod_cidr)
         self.nodes = node_names(nodes)
@@ -268,7 +271,7 @@ class Cluster(ClusterView):
         """``kubelite up``'s command line for ``name``, with the apiserver's real port."""
 
         def build(_ports: object) -> list[str]:
-            opts = replace(self.options, port=self.port)
+            opts = replace(self.options, port=self.port, secure_port=self.secure_port)
             return next(child.argv for child in plan(opts) if child.name == name)
 
         return build
@@ -280,14 +283,18 @@ class Cluster(ClusterView):
         await self.components[name].astart()
         if self.kinds[name] == "apiserver":
             self.port = self.components[name].port
+            self.secure_port = self.components[name].port_of("secure")
 
     async def kill(self, name: str) -> None:
         await self.components[name].akill()
 
     async def start_all(self) -> None:
         """The apiserver, then everything else; returns once every node is Ready."""
-        await asyncio.to_thread(ensure_pki, self.options)
+        pki = await asyncio.to_thread(ensure_pki, self.options)
         await self.start("apiserver")
+        # as kubelite up does: every other component reaches the secure port as itself
+        server = f"https://127.0.0.1:{self.secure_port}"
+        write_kubeconfigs(self.options.state_dir, pki, server=server)
         ClusterView.__init__(self, f"http://127.0.0.1:{self.port}")
         self.viewing = True
         await asyncio.gather(*(self.start(n) for n in self.components if n != "apiserver"))

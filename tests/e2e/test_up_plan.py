@@ -71,7 +71,18 @@ def test_every_planned_command_line_parses(tmp_path: Path, level: str) -> None:
     assert {str(k.state_dir) for k in kubelets} == {
         str(tmp_path / "kubelets" / n) for n in ("node1", "node2", "node3")
     }
-    assert all(k.stop_pods_on_exit and k.server == ["http://127.0.0.1:8080"] for k in kubelets)
+    # on the secure port, each with its own identity: no --server, its own kubeconfig
+    assert all(k.stop_pods_on_exit and k.server is None for k in kubelets)
+    assert [k.kubeconfig for k in kubelets] == [
+        str(tmp_path / "kubeconfigs" / f"node-{n}.conf") for n in ("node1", "node2", "node3")
+    ]
+    for child, name in zip(
+        children[1:5], ("controller-manager", "scheduler", "proxy", "dns"), strict=True
+    ):
+        args = _parse(child.argv)
+        assert args.server is None and args.kubeconfig == str(
+            tmp_path / "kubeconfigs" / f"{name}.conf"
+        )
     # several kubelets on one host: each serves /healthz on its own --port, not on 10248
     assert all(k.healthz_port == -1 for k in kubelets)
 
@@ -80,9 +91,8 @@ def test_the_plan_is_the_argv_source(tmp_path: Path) -> None:
     """``up`` builds no command line by hand: each is ``kubelite.commands``' for its child."""
     opts = up.parse_options(["--state-dir", str(tmp_path), "--nodes", "1", "-v", "4"])
     api, cm, sched, proxy, dns, node1 = up.plan(opts)
-    server = "http://127.0.0.1:8080"
     service_range = up.cluster_service_cidr(opts.state_dir)
-    pki_dir = opts.state_dir / "pki"
+    pki_dir, kubeconfigs = opts.state_dir / "pki", opts.state_dir / "kubeconfigs"
     assert api.argv == commands.apiserver(
         store=opts.store, state_dir=opts.state_dir, bind_address="127.0.0.1", port=8080,
         secure_bind_address="127.0.0.1", secure_port=6443,
@@ -93,26 +103,32 @@ def test_the_plan_is_the_argv_source(tmp_path: Path) -> None:
     assert (
         cm.argv
         == commands.controller_manager(
-            server=server, healthz_port=10257, log_level="INFO", verbosity=4
+            kubeconfig=kubeconfigs / "controller-manager.conf",
+            healthz_port=10257,
+            log_level="INFO",
+            verbosity=4,
         ).python()
     )
     assert (
         sched.argv
         == commands.scheduler(
-            server=server, healthz_port=10259, log_level="INFO", verbosity=4
+            kubeconfig=kubeconfigs / "scheduler.conf",
+            healthz_port=10259,
+            log_level="INFO",
+            verbosity=4,
         ).python()
     )
     assert (
         proxy.argv
         == commands.proxy(
-            server=server, hostname_override=["node1"], healthz_port=10256, log_level="INFO",
+            kubeconfig=kubeconfigs / "proxy.conf", hostname_override=["node1"], healthz_port=10256, log_level="INFO",
             verbosity=4,
         ).python()
     )  # fmt: skip
     assert (
         dns.argv
         == commands.dns(
-            server=server, cluster_dns_ip=up.cluster_dns_ip(service_range),
+            kubeconfig=kubeconfigs / "dns.conf", cluster_dns_ip=up.cluster_dns_ip(service_range),
             dns_port=53 if os.geteuid() == 0 else 0,
             healthz_port=8181, log_level="INFO", verbosity=4,
         ).python()
@@ -229,3 +245,18 @@ def test_an_explicit_pod_cidr_still_overrides_the_derived_ranges(tmp_path: Path)
     assert _kubelet_cidrs(tmp_path, "--nodes", "2", "--pod-cidr", "127.140.0.0/16") == [
         "127.140.0.0/17", "127.140.128.0/17"
     ]  # fmt: skip
+
+
+def test_without_a_secure_port_the_components_use_the_plain_port(tmp_path: Path) -> None:
+    opts = up.parse_options(["--state-dir", str(tmp_path), "--nodes", "1", "--secure-port", "-1"])
+    for child in up.plan(opts)[1:]:
+        args = _parse(child.argv)
+        assert args.server == ["http://127.0.0.1:8080"] and args.kubeconfig is None, child.name
+
+
+def test_closing_both_apiserver_ports_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit) as exc:
+        up.parse_options(["--state-dir", str(tmp_path), "--port", "-1", "--secure-port", "-1"])
+    assert exc.value.code == 2
+    closed = up.parse_options(["--state-dir", str(tmp_path), "--port", "-1"])
+    assert _parse(up.plan(closed)[0].argv).insecure_port == -1
