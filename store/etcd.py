@@ -63,6 +63,7 @@ import asyncio
 import base64
 import collections
 import contextlib
+import io
 import json
 import logging
 import random
@@ -159,6 +160,16 @@ def _kv(raw: dict[str, Any], *, origin: int, strip: int) -> KeyValue:
     )
 
 
+_JSON: Final = {"Content-Type": "application/json"}
+_LARGE_BODY: Final = 512 * 1024
+"""aiohttp warns that it sends a bytes body this large in one write; a file-like it streams."""
+
+
+def _payload(body: dict[str, Any]) -> bytes | io.BytesIO:
+    raw = json.dumps(body).encode()
+    return io.BytesIO(raw) if len(raw) > _LARGE_BODY else raw
+
+
 def _revision(answer: dict[str, Any]) -> int:
     return int(answer["header"].get("revision", 0))
 
@@ -205,7 +216,9 @@ class _Gateway:
             url = self.url
             timeout = aiohttp.ClientTimeout(total=max(deadline - loop.time(), _FIRST_DELAY))
             try:
-                async with self.session.post(url + path, json=body, timeout=timeout) as resp:
+                async with self.session.post(
+                    url + path, data=_payload(body), headers=_JSON, timeout=timeout
+                ) as resp:
                     answer: dict[str, Any] = await resp.json(content_type=None)
             except aiohttp.ClientConnectorError as err:  # never sent: always safe to retry
                 problem, timed_out = f"etcd at {url} unreachable ({err.os_error})", False
@@ -592,7 +605,8 @@ class EtcdStore:
     @staticmethod
     def _failure(err: _EtcdError) -> StoreError:
         if _TOO_LARGE_TEXT in err.message or err.code == _GRPC_RESOURCE_EXHAUSTED:
-            return RequestTooLarge(err.message or "etcdserver: request is too large")
+            words = "etcdserver: request is too large"
+            return RequestTooLarge(words if words in err.message else f"{words} ({err.message})")
         return StoreError(f"etcd refused the request: {err.message} (gRPC code {err.code})")
 
     async def _txn(
