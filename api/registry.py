@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from api.apiextensions import CustomResource, CustomResourceDefinition
 from api.apps import ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet
 from api.authentication import SelfSubjectReview, TokenReview
 from api.authorization import (
@@ -78,6 +79,9 @@ class ResourceType:
     subresources: tuple[Subresource, ...] = ()
     field_getters: Mapping[str, FieldGetter] = field(default_factory=dict)
     """Selectable fields (``fieldSelector``) beyond ``metadata.name``/``metadata.namespace``."""
+    custom: CustomResource | None = None
+    """Set for a version of a CustomResourceDefinition's kind: it is served from the CRD's
+    schema (``api.schema_validation``) rather than from ``model``."""
 
     @property
     def api_version(self) -> str:
@@ -126,6 +130,16 @@ class Registry:
     def register(self, rt: ResourceType) -> None:
         self._by_path[(rt.group, rt.version, rt.plural)] = rt
         self._by_kind[(rt.group, rt.kind)] = rt
+
+    def unregister(self, rt: ResourceType) -> None:
+        """Forget ``rt`` (a CRD's version that is no longer served)."""
+        self._by_path.pop((rt.group, rt.version, rt.plural), None)
+        if self._by_kind.get((rt.group, rt.kind)) is rt:
+            del self._by_kind[(rt.group, rt.kind)]
+            for other in self._by_path.values():
+                if (other.group, other.kind) == (rt.group, rt.kind):
+                    self._by_kind[(rt.group, rt.kind)] = other
+                    break
 
     def get(self, group: str, version: str, plural: str) -> ResourceType | None:
         return self._by_path.get((group, version, plural))
@@ -227,6 +241,8 @@ def _event_source(obj: Mapping[str, Any]) -> str:
 
 _SCALE = Subresource("scale", "Scale", group="autoscaling", verbs=("get", "patch", "update"))
 _NAMESPACE_VERBS = ("create", "delete", "get", "list", "patch", "update", "watch")
+_PROXY_VERBS = ("create", "delete", "get", "patch", "update")
+"""The ``proxy`` subresource connects every method; discovery names them as these verbs."""
 
 
 def _status(kind: str) -> Subresource:
@@ -299,6 +315,7 @@ REGISTRY: Registry = Registry(
                 Subresource("log", "Pod", verbs=("get",)),
                 Subresource("exec", "PodExecOptions", verbs=("create", "get")),
                 Subresource("portforward", "PodPortForwardOptions", verbs=("create", "get")),
+                Subresource("proxy", "PodProxyOptions", verbs=_PROXY_VERBS),
                 Subresource("eviction", "Eviction", group="policy", verbs=("create",)),
             ),
             field_getters={
@@ -391,7 +408,10 @@ REGISTRY: Registry = Registry(
             model=Service,
             short_names=("svc",),
             categories=("all",),
-            subresources=(_status("Service"),),
+            subresources=(
+                _status("Service"),
+                Subresource("proxy", "ServiceProxyOptions", verbs=_PROXY_VERBS),
+            ),
             field_getters={
                 "spec.clusterIP": _str_field("spec.clusterIP"),
                 "spec.type": _str_field("spec.type"),
@@ -597,6 +617,18 @@ REGISTRY: Registry = Registry(
         ),
         *_rbac_types(),
         *_review_types(),
+        ResourceType(
+            group="apiextensions.k8s.io",
+            version="v1",
+            kind="CustomResourceDefinition",
+            plural="customresourcedefinitions",
+            singular="customresourcedefinition",
+            namespaced=False,
+            model=CustomResourceDefinition,
+            short_names=("crd", "crds"),
+            categories=("api-extensions",),
+            subresources=(_status("CustomResourceDefinition"),),
+        ),
     ]
 )
 """Every resource kubelite serves, in discovery order (core first)."""

@@ -28,6 +28,7 @@ from services.scheduler.nodeinfo import NodeInfo, PodInfo
 
 __all__ = [
     "ECHO_PORT",
+    "HTTP_ECHO_PORT",
     "Obj",
     "client_cert",
     "container",
@@ -36,6 +37,7 @@ __all__ = [
     "echo_server",
     "endpoint_slice",
     "event",
+    "http_echo_server",
     "job",
     "namespace",
     "nginx_rc",
@@ -102,6 +104,38 @@ def echo_server(**fields: Any) -> Obj:
     """A ``python`` container named ``echo`` that echoes every TCP connection on its pod's IP,
     port ``ECHO_PORT``; ``fields`` (a readiness probe) are added as is."""
     return container("echo", "python", command=["python3", "-c", _ECHO_SERVER], **fields)
+
+
+HTTP_ECHO_PORT = 8080
+_HTTP_ECHO_SERVER = f"""
+import json, os
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+class Echo(BaseHTTPRequestHandler):
+    def answer(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.dumps({{
+            "method": self.command, "path": self.path, "headers": dict(self.headers),
+            "body": self.rfile.read(length).decode(),
+        }}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = answer
+ThreadingHTTPServer((os.environ["POD_IP"], {HTTP_ECHO_PORT}), Echo).serve_forever()
+"""
+
+
+def http_echo_server(**fields: Any) -> Obj:
+    """A ``python`` container named ``http-echo`` answering every HTTP request on its pod's IP,
+    port ``HTTP_ECHO_PORT`` (named ``http``), with JSON saying its method, path (and query),
+    headers and body; ``fields`` (a readiness probe) are added as is."""
+    return container(
+        "http-echo", "python", command=["python3", "-c", _HTTP_ECHO_SERVER],
+        ports=[{"name": "http", "containerPort": HTTP_ECHO_PORT}], **fields,
+    )  # fmt: skip
 
 
 def sh(script: str, *, name: str = "main", image: str = "busybox") -> Obj:
@@ -663,3 +697,107 @@ def client_cert(
         ),
     )
     return files
+
+
+WIDGET_SCHEMA: Obj = {
+    "type": "object",
+    "properties": {
+        "spec": {
+            "type": "object",
+            "required": ["size"],
+            "properties": {
+                "size": {"type": "string", "enum": ["small", "large"]},
+                "replicas": {"type": "integer", "minimum": 0, "default": 1},
+                "color": {"type": "string", "pattern": "^[a-z]+$", "default": "blue"},
+                "selector": {"type": "string"},
+                "ports": {
+                    "type": "array",
+                    "x-kubernetes-list-type": "map",
+                    "x-kubernetes-list-map-keys": ["name"],
+                    "items": {
+                        "type": "object",
+                        "required": ["name"],
+                        "properties": {
+                            "name": {"type": "string"},
+                            "port": {"type": "integer", "format": "int32"},
+                        },
+                    },
+                },
+                "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+            },
+        },
+        "status": {
+            "type": "object",
+            "properties": {
+                "ready": {"type": "boolean"},
+                "replicas": {"type": "integer"},
+            },
+        },
+    },
+}
+"""A custom kind's schema with required, enum, pattern, defaults, a list-map and open fields."""
+
+
+def crd(
+    plural: str = "widgets",
+    *,
+    group: str = "example.com",
+    kind: str = "Widget",
+    scope: str = "Namespaced",
+    versions: tuple[str, ...] = ("v1", "v1beta1"),
+    storage: str = "v1",
+    short_names: tuple[str, ...] = ("wd",),
+    schema: Obj | None = None,
+) -> Obj:
+    """A CustomResourceDefinition: every version served with the same schema, a status and a
+    scale subresource, and printer columns (``v1beta1`` deprecated when listed)."""
+    columns = [
+        {"name": "Size", "type": "string", "jsonPath": ".spec.size"},
+        {"name": "Replicas", "type": "integer", "jsonPath": ".spec.replicas"},
+        {"name": "Ready", "type": "boolean", "jsonPath": ".status.ready", "priority": 1},
+        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+    ]
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {
+            "group": group,
+            "scope": scope,
+            "names": {
+                "plural": plural,
+                "singular": kind.lower(),
+                "kind": kind,
+                "shortNames": list(short_names),
+                "categories": ["all"],
+            },
+            "versions": [
+                {
+                    "name": version,
+                    "served": True,
+                    "storage": version == storage,
+                    **({"deprecated": True} if version == "v1beta1" else {}),
+                    "schema": {"openAPIV3Schema": schema or WIDGET_SCHEMA},
+                    "subresources": {
+                        "status": {},
+                        "scale": {
+                            "specReplicasPath": ".spec.replicas",
+                            "statusReplicasPath": ".status.replicas",
+                            "labelSelectorPath": ".spec.selector",
+                        },
+                    },
+                    "additionalPrinterColumns": columns,
+                }
+                for version in versions
+            ],
+        },
+    }
+
+
+def widget(name: str, *, version: str = "v1", group: str = "example.com", **spec: Any) -> Obj:
+    return {
+        "apiVersion": f"{group}/{version}",
+        "kind": "Widget",
+        "metadata": {"name": name},
+        "spec": {"size": "small", **spec},
+    }

@@ -173,7 +173,14 @@ def test_verbs_and_subresources() -> None:
         "log": ("", "Pod", ("get",)),
         "exec": ("", "PodExecOptions", ("create", "get")),
         "portforward": ("", "PodPortForwardOptions", ("create", "get")),
+        "proxy": ("", "PodProxyOptions", ("create", "delete", "get", "patch", "update")),
         "eviction": ("policy", "Eviction", ("create",)),
+    }
+    services = REGISTRY.resolve("services")
+    assert services is not None
+    assert {s.name: (s.group, s.kind, s.verbs) for s in services.subresources} == {
+        "status": ("", "Service", ("get", "patch", "update")),
+        "proxy": ("", "ServiceProxyOptions", ("create", "delete", "get", "patch", "update")),
     }
     accounts = REGISTRY.resolve("serviceaccounts")
     assert accounts is not None

@@ -471,9 +471,10 @@ SAMPLES: dict[tuple[str, str], Sample] = {
     ),
 }
 
-# Subresources that answer with no typed object (they stream or proxy to a kubelet).
-UNTYPED_SUBRESOURCES = {"log", "exec", "portforward"}
-"""Streams (logs, exec and port-forward sessions): no model of the client describes them."""
+# Subresources that answer with no typed object (they stream or proxy to a kubelet or a pod).
+UNTYPED_SUBRESOURCES = {"log", "exec", "portforward", "proxy"}
+"""Streams (logs, exec and port-forward sessions) and proxied HTTP answers (``proxy``, the
+target's own bytes): no model of the client describes them."""
 
 
 # -- helpers -----------------------------------------------------------------------------------
