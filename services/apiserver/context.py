@@ -63,6 +63,11 @@ class ServerOptions:
     authorization_modes: tuple[str, ...] = ("Node", "RBAC")
     """The authorizer chain after ``system:masters``, in order (``--authorization-mode``):
     ``Node`` (``node_authorizer``) and ``RBAC``."""
+    kubelet_client_certificate: Path | None = None
+    """The client certificate the apiserver shows kubelets (``--kubelet-client-certificate``)."""
+    kubelet_client_key: Path | None = None
+    kubelet_certificate_authority: Path | None = None
+    """The CA kubelets' serving certificates must chain to (``--kubelet-certificate-authority``)."""
     event_ttl: float = 3600.0
     """Seconds an Event lives after its last write (``--event-ttl``, Kubernetes' default 1h)."""
     compaction_window: int = 10_000
@@ -113,6 +118,14 @@ class ServerOptions:
         "kube-public",
     )
 
+    @property
+    def kubelet_https(self) -> bool:
+        """Kubelets are dialled over https: a kubelet client certificate or CA is given."""
+        return (
+            self.kubelet_client_certificate is not None
+            or self.kubelet_certificate_authority is not None
+        )
+
     def __post_init__(self) -> None:
         if self.event_ttl <= 0 or self.compaction_window < 1 or self.compaction_interval <= 0:
             raise ValueError("event TTL, compaction window and interval must be positive")
@@ -134,6 +147,8 @@ class ServerOptions:
                 f"--authorization-mode {','.join(self.authorization_modes)}: kubelite knows "
                 "Node and RBAC"
             )
+        if (self.kubelet_client_certificate is None) != (self.kubelet_client_key is None):
+            raise ValueError("--kubelet-client-certificate and --kubelet-client-key go together")
         if self.audit_log_maxsize < 0 or self.audit_log_maxbackup < 0:
             raise ValueError("the audit log's size and backup count must be >= 0")
         if self.service_repair_interval <= 0 or self.service_leak_grace < 0:

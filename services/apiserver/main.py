@@ -162,6 +162,22 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="AUD1,AUD2",
         help="audiences a token must name one of (default: the issuer)",
     )
+    tls.add_argument(
+        "--kubelet-client-certificate",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="the client certificate shown to kubelets (logs, exec, port-forward); with it "
+        "or --kubelet-certificate-authority kubelets are reached over https",
+    )
+    tls.add_argument("--kubelet-client-key", type=Path, default=None, metavar="FILE")
+    tls.add_argument(
+        "--kubelet-certificate-authority",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="the CA kubelets' serving certificates must chain to (default: not verified)",
+    )
     p.add_argument(
         "--authorization-mode",
         type=lambda text: tuple(m.strip() for m in text.split(",") if m.strip()),
@@ -331,6 +347,9 @@ def parse_args(argv: Sequence[str]) -> tuple[ServerOptions, argparse.Namespace]:
             api_audiences=args.api_audiences,
             anonymous_auth=args.anonymous_auth,
             authorization_modes=args.authorization_mode,
+            kubelet_client_certificate=args.kubelet_client_certificate,
+            kubelet_client_key=args.kubelet_client_key,
+            kubelet_certificate_authority=args.kubelet_certificate_authority,
             event_ttl=args.event_ttl,
             compaction_window=args.compaction_window,
             compaction_interval=args.compaction_interval,

@@ -4,7 +4,10 @@ Parses the kubelet's flags into ``KubeletOptions`` and hands ``service.KubeletSe
 node this process hosts, their logs/exec server and health server) to the component runtime
 (``component.run``). ``--port 0`` picks a free port for the kubelet server, named by the
 ``kubelite: kubelet server listening on ...`` line; ``--healthz-port -1`` turns the separate
-health server off (``/healthz`` is also served on the kubelet server's port).
+health server off (``/healthz`` is also served on the kubelet server's port). The server's TLS
+and who may use it are the kubelet's flags of the same names (``auth.py``): ``--tls-cert-file``,
+``--tls-private-key-file``, ``--client-ca-file``, ``--authentication-token-webhook``,
+``--authorization-mode=AlwaysAllow|Webhook``, ``--anonymous-auth`` and the webhook cache TTLs.
 """
 
 from __future__ import annotations
@@ -21,12 +24,20 @@ from client.kubeconfig import DEFAULT_SERVER, ClientConfig, KubeconfigError, add
 from component.flags import (
     add_health_flags,
     add_log_flags,
+    boolean,
     duration,
     health_address,
     log_flags,
     port,
 )
 from component.lifecycle import STOP_DEADLINE
+from services.kubelet.auth import (
+    AUTHORIZATION_MODES,
+    AUTHORIZED_TTL,
+    TOKEN_CACHE_TTL,
+    UNAUTHORIZED_TTL,
+    KubeletAuthOptions,
+)
 from services.kubelet.pod_dns import DEFAULT_CLUSTER_DOMAIN, ClusterDns
 from services.kubelet.runtime.images import DEFAULT_CATALOG
 from services.kubelet.runtime.sandbox import SANDBOX_MODES
@@ -172,9 +183,93 @@ def build_parser() -> argparse.ArgumentParser:
         help="the cluster's DNS domain: ClusterFirst pods search <ns>.svc.<domain>, "
         "svc.<domain> and <domain> (default: %(default)s)",
     )
+    _add_auth_flags(p)
     add_health_flags(p, default_port=HEALTH_PORT)
     add_log_flags(p)
     return p
+
+
+def _add_auth_flags(p: argparse.ArgumentParser) -> None:
+    """The kubelet server's TLS, authentication and authorization flags (Kubernetes')."""
+    auth = p.add_argument_group("TLS, authentication and authorization (the kubelet server)")
+    auth.add_argument(
+        "--tls-cert-file",
+        type=Path,
+        metavar="FILE",
+        help="serve --port over TLS with this certificate (default: plain HTTP, no auth)",
+    )
+    auth.add_argument("--tls-private-key-file", type=Path, metavar="FILE")
+    auth.add_argument(
+        "--client-ca-file",
+        type=Path,
+        metavar="FILE",
+        help="client certificates signed by this CA authenticate as CN (user) in O (groups)",
+    )
+    auth.add_argument(
+        "--authentication-token-webhook",
+        type=boolean,
+        nargs="?",
+        const=True,
+        default=False,
+        metavar="true|false",
+        help="check bearer tokens with the apiserver's TokenReview API (default: false)",
+    )
+    auth.add_argument(
+        "--authentication-token-webhook-cache-ttl",
+        type=duration,
+        default=TOKEN_CACHE_TTL,
+        metavar="DURATION",
+        help="how long a TokenReview's answer is kept (default: 2m)",
+    )
+    auth.add_argument(
+        "--authorization-mode",
+        choices=AUTHORIZATION_MODES,
+        default="AlwaysAllow",
+        help="Webhook: ask the apiserver's SubjectAccessReview API about every request "
+        "(default: AlwaysAllow)",
+    )
+    auth.add_argument(
+        "--authorization-webhook-cache-authorized-ttl",
+        type=duration,
+        default=AUTHORIZED_TTL,
+        metavar="DURATION",
+        help="how long an allowed SubjectAccessReview is kept (default: 5m)",
+    )
+    auth.add_argument(
+        "--authorization-webhook-cache-unauthorized-ttl",
+        type=duration,
+        default=UNAUTHORIZED_TTL,
+        metavar="DURATION",
+        help="how long a denied SubjectAccessReview is kept (default: 30s)",
+    )
+    auth.add_argument(
+        "--anonymous-auth",
+        type=boolean,
+        default=None,
+        metavar="true|false",
+        help="a request without credentials is system:anonymous (authorization decides); "
+        "false answers it 401 (default: false with the token webhook or Webhook "
+        "authorization, else true)",
+    )
+
+
+def _auth_options(a: argparse.Namespace) -> KubeletAuthOptions:
+    """``KubeletAuthOptions`` from the flags; ``ValueError`` when they do not fit together.
+
+    Kubernetes' own ``--anonymous-auth`` defaults to true everywhere (kubeadm turns it off);
+    here it defaults to off as soon as the apiserver is asked about requests at all."""
+    delegated = a.authentication_token_webhook or a.authorization_mode == "Webhook"
+    return KubeletAuthOptions(
+        tls_cert_file=a.tls_cert_file,
+        tls_private_key_file=a.tls_private_key_file,
+        client_ca_file=a.client_ca_file,
+        token_webhook=a.authentication_token_webhook,
+        token_cache_ttl=a.authentication_token_webhook_cache_ttl,
+        authorization_mode=a.authorization_mode,
+        authorized_ttl=a.authorization_webhook_cache_authorized_ttl,
+        unauthorized_ttl=a.authorization_webhook_cache_unauthorized_ttl,
+        anonymous=not delegated if a.anonymous_auth is None else a.anonymous_auth,
+    )
 
 
 def parse_args(argv: Sequence[str]) -> tuple[KubeletOptions, argparse.Namespace]:
@@ -184,7 +279,8 @@ def parse_args(argv: Sequence[str]) -> tuple[KubeletOptions, argparse.Namespace]
         parser.error("--nodes needs --runtime sim")
     try:
         client = ClientConfig.from_args(a, default_server=DEFAULT_SERVER)
-    except KubeconfigError as exc:
+        auth = _auth_options(a)
+    except (KubeconfigError, ValueError) as exc:
         parser.error(str(exc))
     options = KubeletOptions(
         client=client,
@@ -209,6 +305,7 @@ def parse_args(argv: Sequence[str]) -> tuple[KubeletOptions, argparse.Namespace]
         stop_pods_on_exit=a.stop_pods_on_exit,
         health=health_address(a),
         cluster_dns=ClusterDns(servers=a.cluster_dns, domain=a.cluster_domain.strip(".")),
+        auth=auth,
     )
     return options, a
 

@@ -24,8 +24,13 @@ Routes (the kubelet's own paths, which the apiserver's proxy rewrites to):
   are ``port_forward.py``'s; the pod's ports are dialled on its pod IP.
 * ``GET /healthz``; ``GET /pods`` (the pods this kubelet runs, as a PodList).
 
-Limits: no authentication (it binds loopback by default), no attach; WebSocket only — a plain
-``Upgrade: SPDY/3.1`` is turned into the tunnelled form by the apiserver, never served here.
+Who may call it is ``auth.py``'s business: with ``--tls-cert-file`` the server speaks TLS and
+every route (``/healthz`` and ``/pods`` included, as on a kubelet's 10250) is authenticated and
+authorized against the apiserver; without it, plain HTTP and no checks (it binds loopback by
+default). The separate health port (``--healthz-port``) stays unauthenticated.
+
+Limits: no attach; WebSocket only — a plain ``Upgrade: SPDY/3.1`` is turned into the tunnelled
+form by the apiserver, never served here.
 """
 
 from __future__ import annotations
@@ -34,11 +39,12 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 
 from api.errors import BadRequest, NotFound, StatusError
 from services.kubelet.channels import (
@@ -329,8 +335,11 @@ async def _pods(request: web.Request) -> web.Response:
     )
 
 
-def make_server_app(lookup: PodLookup) -> web.Application:
-    app = web.Application()
+def make_server_app(
+    lookup: PodLookup, *, middlewares: Sequence[Middleware] = ()
+) -> web.Application:
+    """The server's routes over ``lookup``; ``middlewares`` guard every one (``auth``)."""
+    app = web.Application(middlewares=middlewares)
     app[SERVER_LOOKUP] = lookup
     app.router.add_get("/healthz", _healthz)
     app.router.add_get("/pods", _pods)

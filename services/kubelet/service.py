@@ -3,6 +3,7 @@
 What it owns (``KubeletService``, a ``component.Service``):
 
 * ``start``: the kubelet server (logs, exec, ``/healthz``, ``/pods``) on ``--address:--port``
+  (TLS with authentication and authorization when ``--tls-cert-file`` is given: ``auth.py``)
   first, so each node can advertise its real port (``--port 0`` picks a free one, named by the
   ``kubelite: kubelet server listening on ...`` line); the separate health server on
   ``--healthz-bind-address:--healthz-port`` (127.0.0.1:10248, ``/healthz`` only; -1 turns it
@@ -41,6 +42,7 @@ from component.health import HealthServer
 from component.listen import listen
 from component.tasks import TaskGroup
 from services.kubelet.agent import NodeKubelet
+from services.kubelet.auth import KubeletAuthOptions, make_auth
 from services.kubelet.node_status import NodeConfig, host_pressure, host_resources
 from services.kubelet.pod_dns import ClusterDns
 from services.kubelet.runtime.base import Runtime
@@ -90,6 +92,8 @@ class KubeletOptions:
     stop_pods_on_exit: bool = False
     cluster_dns: ClusterDns = field(default_factory=ClusterDns)
     """``--cluster-dns`` and ``--cluster-domain``."""
+    auth: KubeletAuthOptions = field(default_factory=KubeletAuthOptions)
+    """The server's TLS, authentication and authorization (``auth.py``)."""
 
     @property
     def resolved_state_dir(self) -> Path:
@@ -178,9 +182,17 @@ class KubeletService:
     # -- building ----------------------------------------------------------------------------
 
     async def _start_server(self) -> int:
-        app = make_server_app(self)
-        self._runner = web.AppRunner(app, shutdown_timeout=1.0)
+        auth = self.options.auth
+        middlewares = make_auth(auth, self.client, node_of=self._node_of)
+        self._runner = web.AppRunner(
+            make_server_app(self, middlewares=middlewares), shutdown_timeout=1.0
+        )
         await self._runner.setup()
+        context = auth.server_ssl_context() if auth.serves_tls else None
+
+        def site(runner: web.BaseRunner, host: str, port: int) -> web.BaseSite:
+            return web.TCPSite(runner, host, port, ssl_context=context)
+
         port = await listen(
             self._runner,
             component="kubelet",
@@ -188,9 +200,26 @@ class KubeletService:
             host=self.options.address,
             port=self.options.port,
             flag="--port",
+            site=site,
+            scheme="https" if context is not None else "http",
         )
-        log.info("kubelet server listening on %s:%d (logs, exec)", self.options.address, port)
+        log.info(
+            "kubelet server listening on %s:%d (logs, exec; %s)",
+            self.options.address,
+            port,
+            f"TLS, authorization {auth.authorization_mode}" if context else "plain HTTP, no auth",
+        )
         return port
+
+    def _node_of(self, request: web.Request) -> str:
+        """The node a request is about: the one running its pod (one process may host several
+        simulated nodes), else this kubelet's ``--node-name``."""
+        namespace, pod = request.match_info.get("namespace"), request.match_info.get("pod")
+        if namespace and pod:
+            for node in self.nodes:
+                if node.find_worker(namespace=namespace, name=pod) is not None:
+                    return node.config.name
+        return self.options.node_name
 
     def _shared_informer(self) -> Informer:
         """One pod watch for every simulated node, routed by ``spec.nodeName``."""
