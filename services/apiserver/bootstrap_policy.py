@@ -19,12 +19,23 @@ kinds kubelite serves, and its ``storage_rbac`` post-start hook:
   ``system:aggregate-to-*`` roles (and any role labelled
   ``rbac.authorization.k8s.io/aggregate-to-<name>: "true"``), as in Kubernetes.
 
-Differences from Kubernetes, on purpose: ``system:node`` is bound to the group ``system:nodes``
-(Kubernetes binds it to nobody and lets the Node authorizer decide; kubelite has no Node
-authorizer yet); ``system:kube-controller-manager`` also holds what the aggregation controller
-needs (Kubernetes gives it a service account of its own), since kubelite's controller-manager
-acts as one user; ``system:kube-dns`` is bound to the user ``system:kube-dns`` (kubelite's DNS
-component) besides Kubernetes' ``kube-system/kube-dns`` service account.
+As in Kubernetes, ``system:node`` (``NODE_RULES``) is bound to nobody: the Node authorizer
+applies those rules to node identities and narrows the Secrets, ConfigMaps and volumes they
+read; reconciliation also removes the subjects ``RETIRED_SUBJECTS`` names (the ``system:nodes``
+group earlier kubelite versions bound), so a resumed cluster is narrowed too.
+
+Differences from Kubernetes, on purpose:
+
+* the controller-manager runs as one user, ``system:kube-controller-manager`` — kubelite has
+  no ``--use-service-account-credentials`` and no per-controller service accounts — so its role
+  holds what every controller needs (Kubernetes' ``system:controller:*`` roles of
+  ``controller_policy.go``, folded into one: reads of everything, writes of the workload,
+  discovery, coordination and storage kinds, events, the aggregation controller's cluster
+  roles);
+* ``system:coredns`` (kubeadm's CoreDNS role, bound to ``kube-system/coredns``, the DNS
+  component's identity) may also create its own ``kube-system/kube-dns`` Service and get,
+  update and delete it by name, and its ``kube-dns`` EndpointSlice likewise: kubelite's DNS
+  registers both itself, where kubeadm's addon manifest makes the Service.
 """
 
 from __future__ import annotations
@@ -284,9 +295,15 @@ CLUSTER_ROLES: list[Obj] = [
         [
             _rule(("list", "watch"), _CORE, "endpoints", "namespaces", "pods", "services"),
             _rule(("list", "watch"), ("discovery.k8s.io",), "endpointslices"),
-            # kubelite's DNS registers its own Service (kubeadm's addon manifest makes it)
+            # kubelite's DNS registers its own Service and its slice (kubeadm's addon manifest
+            # makes the Service; the endpointslice controller its slice)
             _rule(("create",), _CORE, "services"),
+            _rule(("create",), ("discovery.k8s.io",), "endpointslices"),
             {**_rule(("delete", "get", "update"), _CORE, "services"), "resourceNames": ["kube-dns"]},
+            {
+                **_rule(("delete", "get", "update"), ("discovery.k8s.io",), "endpointslices"),
+                "resourceNames": ["kube-dns"],
+            },
         ],
     ),
     _role("system:node", NODE_RULES),

@@ -116,7 +116,7 @@ async def _write_status(request: web.Request, ctx: ApiContext, target: Target) -
             raise storage.conflict(name)
         out = prepare_for_status_update(rt, new, current)
         validate_object(rt, out, old=current)
-        write = Write(rt=rt, operation=UPDATE, namespace=target.namespace, name=name)
+        write = Write(rt, UPDATE, target.namespace, name, subresource="status")
         admit(request, write, obj=out, old=current)
         if dry_run:
             dry.append(out)
