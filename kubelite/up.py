@@ -33,8 +33,15 @@ apiserver's serving certificate, the admin's and every component's client certif
 service-account key are made (or reused) under ``<state-dir>/pki``; the apiserver serves HTTPS
 on ``--secure-port`` (6443) with them beside the plain loopback port, and ``<state-dir>/kubeconfig``
 names ``https://<bind-address>:<secure-port>`` with the admin certificate (``system:masters``);
-each component's own kubeconfig is written to ``<state-dir>/kubeconfigs/``. The components
-still talk to the plain port: they move to 6443 once RBAC grants their identities their roles.
+each component's own kubeconfig is written to ``<state-dir>/kubeconfigs/``.
+Every component — the controller-manager (``system:kube-controller-manager``), the scheduler (``system:kube-scheduler``), the proxy
+(``system:kube-proxy``), the DNS (``system:serviceaccount:kube-system:coredns``) and each
+kubelet (``system:node:<name>``, held to its own node by the Node authorizer and
+NodeRestriction) — is started with ``--kubeconfig=<state-dir>/kubeconfigs/<name>.conf`` and
+no ``--server``: it reaches the secure port as itself, and the bootstrap RBAC roles say what
+it may do; ``up`` itself watches the nodes as the admin. With ``--port -1`` the plain port
+is closed, so nothing can fall back to it; with ``--secure-port -1`` everything uses the
+plain port, unauthenticated.
 
 All state lives under ``--state-dir`` (the SQLite store, each kubelet's pod state), so a second
 ``kubelite up`` on the same directory resumes the cluster as it was: same objects, and the pods'
