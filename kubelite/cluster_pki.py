@@ -14,6 +14,12 @@ files live in ``<state-dir>/pki`` (``component.pki``: 0600 keys, reused on every
 Kubeconfigs: ``<state-dir>/kubeconfig`` (the admin's, https) and
 ``<state-dir>/kubeconfigs/<component>.conf``, each naming the CA and its client certificate.
 
+``kubelite certs init --state-dir DIR --node N1 --node N2 --apiserver-name NAME --server URL``
+makes all of it (or keeps what is there) for a cluster ``up`` does not start — the compose
+file's one-shot ``pki`` service, writing into a volume every component mounts read-only: the
+apiserver's certificate also names each ``--apiserver-name`` (the compose service name), and
+each kubeconfig names ``--server``.
+
 ``kubelite certs rotate --state-dir DIR`` re-issues every leaf certificate from the same CA
 (the CA and the service-account key stay: tokens and kubeconfigs keep working); a running
 cluster picks the new files up when its processes restart.
@@ -34,6 +40,7 @@ from component import pki
 
 __all__ = [
     "ClusterPki",
+    "build_parser",
     "ensure_cluster_pki",
     "kubeconfig",
     "kubeconfig_path",
@@ -75,15 +82,18 @@ def ensure_cluster_pki(
     nodes: Sequence[str],
     service_cidr: str,
     bind_address: str,
+    apiserver_names: Sequence[str] = (),
     force: bool = False,
 ) -> ClusterPki:
-    """Every file of the cluster's PKI, made where missing (``force``: leaves re-issued)."""
+    """Every file of the cluster's PKI, made where missing (``force``: leaves re-issued);
+    ``apiserver_names``: more names the apiserver's certificate is for."""
     directory = state_dir / "pki"
     ca = pki.ensure_ca(directory)
     kubernetes_ip = str(ipaddress.ip_network(service_cidr, strict=False)[1])
     hosts = ["127.0.0.1", "localhost", kubernetes_ip, *KUBERNETES_NAMES]
     if bind_address not in ("0.0.0.0", "::") and bind_address not in hosts:
         hosts.append(bind_address)
+    hosts.extend(name for name in apiserver_names if name not in hosts)
     serving = pki.ensure_serving_cert(ca, directory, name="apiserver", hosts=hosts, force=force)
     users = dict(COMPONENT_USERS)
     for node in nodes:
@@ -155,21 +165,66 @@ def write_kubeconfigs(state_dir: Path, cluster: ClusterPki, *, server: str) -> P
     return admin
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``kubelite certs rotate --state-dir DIR [--nodes N]``."""
-    from kubelite.up import cluster_service_cidr, node_names
-
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kubelite certs",
-        description="Manage a kubelite up cluster's certificates.",
+        description="Manage a kubelite cluster's certificates and kubeconfigs.",
     )
     sub = parser.add_subparsers(dest="action", required=True)
+    init = sub.add_parser(
+        "init", help="make the CA, every certificate and kubeconfig where missing"
+    )
+    init.add_argument(
+        "--state-dir", default="./.kubelite", help="written to DIR/pki, DIR/kubeconfigs"
+    )
+    init.add_argument(
+        "--node", action="append", default=[], help="a kubelet's node name; repeatable"
+    )
+    init.add_argument(
+        "--apiserver-name",
+        action="append",
+        default=[],
+        help="a DNS name or address the apiserver is reached at; repeatable",
+    )
+    init.add_argument(
+        "--server", required=True, help="the apiserver URL the kubeconfigs name (https://...)"
+    )
+    init.add_argument(
+        "--service-cluster-ip-range",
+        default=None,
+        help="the apiserver's range (its .1 is in the certificate; default: derived from "
+        "--state-dir, as kubelite up does)",
+    )
     rotate = sub.add_parser("rotate", help="re-issue every leaf certificate from the same CA")
     rotate.add_argument("--state-dir", default="./.kubelite", help="the cluster's state dir")
     rotate.add_argument("--nodes", type=int, default=2, help="kubelets node1..nodeN (default 2)")
     rotate.add_argument("--bind-address", default="127.0.0.1")
-    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    return parser
+
+
+def _init(args: argparse.Namespace, state_dir: Path) -> int:
+    from kubelite.up import cluster_service_cidr
+
+    cluster = ensure_cluster_pki(
+        state_dir,
+        nodes=args.node,
+        service_cidr=args.service_cluster_ip_range or cluster_service_cidr(state_dir),
+        bind_address="0.0.0.0",
+        apiserver_names=args.apiserver_name,
+    )
+    write_kubeconfigs(state_dir, cluster, server=args.server)
+    print(f"certificates in {cluster.directory}, kubeconfigs in {state_dir / 'kubeconfigs'}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``kubelite certs init ...`` / ``kubelite certs rotate --state-dir DIR [--nodes N]``."""
+    from kubelite.up import cluster_service_cidr, node_names
+
+    args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     state_dir = Path(args.state_dir).resolve()
+    if args.action == "init":
+        return _init(args, state_dir)
     cluster = ensure_cluster_pki(
         state_dir,
         nodes=node_names(args.nodes),
@@ -181,3 +236,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"re-issued {cluster.directory / name}.crt")
     print("restart the cluster (kubelite up) for its processes to use them")
     return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -7,6 +7,7 @@ the others. Here, one function per component turns typed options into a ``Comman
 * ``apiserver(...)``, ``scheduler(...)``, ``controller_manager(...)``, ``kubelet(...)``,
   ``proxy(...)``, ``dns(...)``; ``node(kubelet(...), ...)``: a node's kubelet and proxy under
   one supervisor (``kubelite node``, what each compose node runs);
+* ``certs_init(...)``: the PKI the compose file's one-shot ``pki`` service makes;
 * ``Command.python()``: ``[sys.executable, "-m", "services.<name>", *flags]`` — what
   ``kubelite up``, the tests and the benchmarks run;
 * ``Command.kubelite()``: ``["<sub-command>", *flags]`` — what follows ``kubelite`` (the
@@ -34,6 +35,7 @@ __all__ = [
     "MODULES",
     "Command",
     "apiserver",
+    "certs_init",
     "controller_manager",
     "dns",
     "kubelet",
@@ -50,6 +52,7 @@ MODULES = {
     "proxy": "services.proxy",
     "dns": "services.dns",
     "node": "kubelite.node",
+    "certs": "kubelite.cluster_pki",
 }
 """Sub-command (and ready-line component name) -> the module ``python -m`` runs (``node`` prints
 no ready line of its own: its kubelet and proxy print theirs)."""
@@ -324,3 +327,23 @@ def node(
         ("proxy-kubeconfig", proxy_kubeconfig),
     )
     return Command("node", (*kubelet.args, *args, *extra))
+
+
+def certs_init(
+    *,
+    state_dir: Path | str,
+    nodes: Sequence[str] = (),
+    apiserver_names: Sequence[str] = (),
+    server: str,
+    service_cluster_ip_range: str | None = None,
+) -> Command:
+    """``kubelite certs init``: a cluster's CA, certificates and kubeconfigs
+    (``kubelite.cluster_pki``), made by one command before its components start."""
+    args = [
+        "init",
+        *_flags(("state-dir", state_dir)),
+        *(f"--node={node}" for node in nodes),
+        *(f"--apiserver-name={name}" for name in apiserver_names),
+        *_flags(("server", server), ("service-cluster-ip-range", service_cluster_ip_range)),
+    ]
+    return Command("certs", tuple(args))

@@ -5,7 +5,9 @@ schema (offline); every service's command is exactly what the one argv source
 (``kubelite.commands``) produces for the compose settings; and it is a real ``kubelite``
 sub-command whose flags parse with that component's own argument parser, with ports and URLs
 agreeing across services (a node runs ``kubelite node``: its kubelet's flags and the proxy it
-derives from them are both checked, and its health check asks both).
+derives from them are both checked, and its health check asks both). Every component reaches
+the apiserver's secure port with a kubeconfig the one-shot ``pki`` service wrote into the
+volume it mounts read-only, and starts only after that service completed.
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ def _node_proxy(command: list[str]):
 def test_every_service_runs_a_kubelite_command_whose_flags_parse(compose: dict) -> None:
     services = compose["services"]
     assert set(services) == {
-        "apiserver", "controller-manager", "scheduler", "node1", "node2"
+        "pki", "apiserver", "controller-manager", "scheduler", "node1", "node2"
     }  # fmt: skip
     for name, service in services.items():
         assert service.get("image") == "kubelite:latest", name
@@ -71,21 +73,39 @@ def test_every_service_runs_a_kubelite_command_whose_flags_parse(compose: dict) 
 
 def test_every_command_is_what_the_argv_source_builds(compose: dict) -> None:
     """The compose settings, through ``kubelite.commands``, give the file's command lists."""
-    server = "http://apiserver:8080"
+    pki, kubeconfigs = Path("/pki/pki"), Path("/pki/kubeconfigs")
+    service_range = "127.128.0.0/16"
     expected = {
+        "pki": commands.certs_init(
+            state_dir="/pki",
+            nodes=["node1", "node2"],
+            apiserver_names=["apiserver"],
+            server="https://apiserver:6443",
+            service_cluster_ip_range=service_range,
+        ),
         "apiserver": commands.apiserver(
             store="sqlite:///var/lib/kubelite/kubelite.db",
             state_dir="/var/lib/kubelite",
             bind_address="0.0.0.0",
             port=8080,
             insecure_allow_remote=True,
+            secure_port=6443,
+            tls_cert_file=pki / "apiserver.crt",
+            tls_private_key_file=pki / "apiserver.key",
+            client_ca_file=pki / "ca.crt",
+            service_account_signing_key_file=pki / "sa.key",
+            service_cluster_ip_range=service_range,
         ),
-        "controller-manager": commands.controller_manager(server=server, healthz_port=10257),
-        "scheduler": commands.scheduler(server=server, healthz_port=10259),
+        "controller-manager": commands.controller_manager(
+            kubeconfig=kubeconfigs / "controller-manager.conf", healthz_port=10257
+        ),
+        "scheduler": commands.scheduler(
+            kubeconfig=kubeconfigs / "scheduler.conf", healthz_port=10259
+        ),
         **{
             node: commands.node(
                 commands.kubelet(
-                    server=server,
+                    kubeconfig=kubeconfigs / f"node-{node}.conf",
                     node_name=node,
                     node_ip=node,
                     runtime="process",
@@ -95,6 +115,7 @@ def test_every_command_is_what_the_argv_source_builds(compose: dict) -> None:
                     healthz_port=10248,
                 ),
                 proxy_healthz_port=10256,
+                proxy_kubeconfig=kubeconfigs / "proxy.conf",
             )
             for node in ("node1", "node2")
         },
@@ -111,21 +132,36 @@ def test_ports_and_urls_agree(compose: dict) -> None:
     assert api.insecure_bind_address == "0.0.0.0"  # reachable from the other containers
     published = {p.rsplit(":", 2)[-1] for p in services["apiserver"]["ports"]}
     assert str(api.insecure_port) in published
+    assert str(api.secure_port) in published
+    # the kubeconfigs the pki service writes name the secure port, under the service's name,
+    # which its certificate carries
+    pki = _parse(services["pki"]["command"])
+    url = urlparse(pki.server)
+    assert (url.scheme, url.hostname, url.port) == ("https", "apiserver", api.secure_port)
+    assert url.hostname in pki.apiserver_name
+    assert pki.node == ["node1", "node2"]
+    assert pki.service_cluster_ip_range == api.service_cluster_ip_range
+    assert str(api.tls_cert_file).startswith(f"{pki.state_dir}/pki/")
+    completed = {"condition": "service_completed_successfully"}
+    for name in ("apiserver", "controller-manager", "scheduler", "node1", "node2"):
+        service = services[name]
+        assert service["depends_on"]["pki"] == completed, name
+        assert f"pki:{pki.state_dir}:ro" in service["volumes"], name
     for name in ("controller-manager", "scheduler", "node1", "node2"):
         args = _parse(services[name]["command"])
-        [server] = args.server
-        url = urlparse(server)
-        assert (url.hostname, url.port) == ("apiserver", api.insecure_port), name
+        assert args.server is None, name  # no way back to the unauthenticated port
+        who = "node-" + name if name.startswith("node") else name
+        assert args.kubeconfig == f"{pki.state_dir}/kubeconfigs/{who}.conf", name
         assert services[name]["depends_on"]["apiserver"]["condition"] == "service_healthy"
     for name in ("node1", "node2"):
         args = _parse(services[name]["command"])
         assert args.node_name == name
         assert args.runtime == "process"
-        proxy = _node_proxy(services[name]["command"])  # the node's proxy: same apiserver
-        assert proxy.server == args.server and proxy.node_names == {name}, name
+        proxy = _node_proxy(services[name]["command"])  # the node's proxy: as itself
+        assert proxy.kubeconfig == f"{pki.state_dir}/kubeconfigs/proxy.conf", name
+        assert proxy.server is None and proxy.node_names == {name}, name
     health = services["apiserver"]["healthcheck"]["test"]
     assert f"127.0.0.1:{api.insecure_port}/readyz" in health[-1]
-    assert "6443" in published  # the HTTPS port's place, for when TLS lands
 
 
 def _health_urls(service: dict) -> list[str]:
@@ -164,7 +200,8 @@ def test_health_checks_probe_what_each_component_serves(compose: dict) -> None:
         assert kubelet.node_ip == services[name]["hostname"] == name
     for name, service in services.items():
         assert service["restart"] in ("always", "unless-stopped", "on-failure"), name
-        assert service["healthcheck"]["retries"] >= 1, name
+        if name != "pki":  # a one-shot: it completes, the others wait for that
+            assert service["healthcheck"]["retries"] >= 1, name
 
 
 def test_the_image_runs_the_kubelite_command() -> None:
@@ -180,7 +217,7 @@ def test_every_service_is_reachable_only_as_published_on_loopback(compose: dict)
         assert "network_mode" not in service, name  # no host networking
         for port in service.get("ports", []):
             assert str(port).startswith("127.0.0.1:"), (name, port)
-        assert service["healthcheck"]["test"][0] == "CMD", name
+        assert name == "pki" or service["healthcheck"]["test"][0] == "CMD", name
     named = set(compose["volumes"])
     for name, service in compose["services"].items():
         for volume in service.get("volumes", []):
