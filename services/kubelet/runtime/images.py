@@ -24,6 +24,7 @@ import fnmatch
 import hashlib
 import json
 import os
+import shlex
 import shutil
 import sys
 from collections.abc import Mapping
@@ -173,9 +174,7 @@ class ImageStore:
             bindir = self.bin_dir(image)
             bindir.mkdir(parents=True, exist_ok=True)
             for name, target in links.items():
-                link = bindir / name
-                if not link.is_symlink():
-                    link.symlink_to(target)
+                _write_launcher(bindir / name, target)
             env = dict(resolved.env)
             env["PATH"] = f"{bindir}:{env.get('PATH', DEFAULT_PATH)}"
             resolved = ImageRef(
@@ -202,3 +201,19 @@ class ImageStore:
 
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 """The PATH every Linux image sets; a container's own env may override it."""
+
+
+def _write_launcher(path: Path, target: str) -> None:
+    """A link: a command on the image's PATH that runs ``target`` by its full path.
+
+    Not a symlink: a Python in a virtual environment finds that environment (``pyvenv.cfg``)
+    from the path it was started by, so through a symlink elsewhere the ``python`` image would
+    run the bare interpreter, without the kubelet's packages (the official ``kubernetes``
+    client above all)."""
+    script = f'#!/bin/sh\nexec {shlex.quote(target)} "$@"\n'
+    if not path.is_symlink() and path.is_file() and path.read_text() == script:
+        return
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(script)
+    tmp.chmod(0o755)
+    tmp.replace(path)
