@@ -9,7 +9,11 @@ files live in ``<state-dir>/pki`` (``component.pki``: 0600 keys, reused on every
 * ``admin`` (CN ``kubernetes-admin``, O ``system:masters``), ``controller-manager``
   (``system:kube-controller-manager``), ``scheduler`` (``system:kube-scheduler``), ``proxy``
   (``system:kube-proxy``), ``dns`` (``system:serviceaccount:kube-system:coredns``) and one
-  ``node-<name>`` per kubelet (``system:node:<name>`` in ``system:nodes``).
+  ``node-<name>`` per kubelet (``system:node:<name>`` in ``system:nodes``);
+* the kubelets' server: ``kubelet-<name>.crt`` per node, serving its name and its node IP
+  (127.0.0.1 under ``up``), and ``apiserver-kubelet-client`` (kubeadm's: CN
+  ``kube-apiserver-kubelet-client``, O ``system:masters``), the certificate the apiserver shows
+  kubelets, which check it against ``ca.crt`` as the apiserver checks theirs.
 
 Kubeconfigs: ``<state-dir>/kubeconfig`` (the admin's, https) and
 ``<state-dir>/kubeconfigs/<component>.conf``, each naming the CA and its client certificate.
@@ -54,6 +58,9 @@ KUBERNETES_NAMES = (
     "kubernetes.default.svc",
     "kubernetes.default.svc.cluster.local",
 )
+NODE_IP = "127.0.0.1"
+"""Every kubelet's InternalIP under ``kubelite up`` (they share this host's loopback)."""
+KUBELET_CLIENT_USER = "kube-apiserver-kubelet-client"
 COMPONENT_USERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "admin": ("kubernetes-admin", ("system:masters",)),
     "controller-manager": ("system:kube-controller-manager", ()),
@@ -74,6 +81,10 @@ class ClusterPki:
     signing_key: pki.KeyPair
     clients: dict[str, pki.KeyPair]
     """By name: ``admin``, the components', ``node-<name>``."""
+    kubelet_serving: dict[str, pki.KeyPair]
+    """By node name: each kubelet's serving certificate."""
+    kubelet_client: pki.KeyPair
+    """The apiserver's client certificate for kubelets."""
 
 
 def ensure_cluster_pki(
@@ -104,12 +115,24 @@ def ensure_cluster_pki(
         )
         for name, (user, groups) in users.items()
     }
+    kubelet_serving = {
+        node: pki.ensure_serving_cert(
+            ca, directory, name=f"kubelet-{node}", hosts=[node, NODE_IP], force=force
+        )
+        for node in nodes
+    }
+    kubelet_client = pki.ensure_client_cert(
+        ca, directory, name="apiserver-kubelet-client", user=KUBELET_CLIENT_USER,
+        groups=("system:masters",), force=force,
+    )  # fmt: skip
     return ClusterPki(
         directory=directory,
         ca=ca,
         serving=serving,
         signing_key=pki.ensure_signing_key(directory),
         clients=clients,
+        kubelet_serving=kubelet_serving,
+        kubelet_client=kubelet_client,
     )
 
 
@@ -232,7 +255,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         bind_address=args.bind_address,
         force=True,
     )
-    for name in ("apiserver", *cluster.clients):
+    kubelets = [f"kubelet-{node}" for node in cluster.kubelet_serving]
+    for name in ("apiserver", *cluster.clients, *kubelets, "apiserver-kubelet-client"):
         print(f"re-issued {cluster.directory / name}.crt")
     print("restart the cluster (kubelite up) for its processes to use them")
     return 0

@@ -33,8 +33,13 @@ apiserver's serving certificate, the admin's and every component's client certif
 service-account key are made (or reused) under ``<state-dir>/pki``; the apiserver serves HTTPS
 on ``--secure-port`` (6443) with them beside the plain loopback port, and ``<state-dir>/kubeconfig``
 names ``https://<bind-address>:<secure-port>`` with the admin certificate (``system:masters``);
-each component's own kubeconfig is written to ``<state-dir>/kubeconfigs/``.
-Every component — the controller-manager (``system:kube-controller-manager``), the scheduler (``system:kube-scheduler``), the proxy
+each component's own kubeconfig is written to ``<state-dir>/kubeconfigs/``. Each kubelet
+serves its logs/exec/port-forward port over TLS (``kubelet-<node>.crt``), authenticating every
+caller and asking the apiserver about each (``--authentication-token-webhook``,
+``--authorization-mode=Webhook``; its ``/healthz`` moves to a free health port); the apiserver
+reaches it with ``apiserver-kubelet-client.crt`` and checks its certificate against
+``ca.crt``. Every component — the controller-manager
+(``system:kube-controller-manager``), the scheduler (``system:kube-scheduler``), the proxy
 (``system:kube-proxy``), the DNS (``system:serviceaccount:kube-system:coredns``) and each
 kubelet (``system:node:<name>``, held to its own node by the Node authorizer and
 NodeRestriction) — is started with ``--kubeconfig=<state-dir>/kubeconfigs/<name>.conf`` and
@@ -396,6 +401,7 @@ def plan(opts: Options) -> list[Child]:
 
     def kubeconfig_of(name: str) -> Path | None:
         return cluster_pki.kubeconfig_path(opts.state_dir, name) if secure else None
+
     children: list[tuple[str, commands.Command]] = [
         (
             "apiserver",
@@ -410,6 +416,11 @@ def plan(opts: Options) -> list[Child]:
                 tls_private_key_file=pki_dir / "apiserver.key" if secure else None,
                 client_ca_file=pki_dir / "ca.crt" if secure else None,
                 service_account_signing_key_file=pki_dir / "sa.key" if secure else None,
+                kubelet_client_certificate=(
+                    pki_dir / "apiserver-kubelet-client.crt" if secure else None
+                ),
+                kubelet_client_key=pki_dir / "apiserver-kubelet-client.key" if secure else None,
+                kubelet_certificate_authority=pki_dir / "ca.crt" if secure else None,
                 service_cluster_ip_range=service_cidr,
                 log_level=level,
                 verbosity=verbosity,
@@ -482,11 +493,17 @@ def plan(opts: Options) -> list[Child]:
                     state_dir=opts.state_dir / "kubelets" / node,
                     port=opts.kubelet_port + index if opts.kubelet_port else 0,
                     pod_cidr=cidrs[index],
-                    # several kubelets share this host: /healthz is served on each one's
-                    # --port (10250, 10251, ...), not on the single fixed 10248
-                    healthz_port=-1,
+                    # several kubelets share this host, so not the one fixed 10248: over TLS
+                    # each gets a free health port (its --port asks for credentials), else
+                    # /healthz is served on each one's --port (10250, 10251, ...)
+                    healthz_port=0 if secure else -1,
                     stop_pods_on_exit=True,
                     cluster_dns=dns_ip,
+                    tls_cert_file=pki_dir / f"kubelet-{node}.crt" if secure else None,
+                    tls_private_key_file=pki_dir / f"kubelet-{node}.key" if secure else None,
+                    client_ca_file=pki_dir / "ca.crt" if secure else None,
+                    authentication_token_webhook=secure,
+                    authorization_mode="Webhook" if secure else None,
                     log_level=level,
                     verbosity=verbosity,
                 ),

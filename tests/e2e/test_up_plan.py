@@ -83,8 +83,20 @@ def test_every_planned_command_line_parses(tmp_path: Path, level: str) -> None:
         assert args.server is None and args.kubeconfig == str(
             tmp_path / "kubeconfigs" / f"{name}.conf"
         )
-    # several kubelets on one host: each serves /healthz on its own --port, not on 10248
-    assert all(k.healthz_port == -1 for k in kubelets)
+    # each kubelet's server speaks TLS and asks the apiserver about every request, so
+    # /healthz without credentials is on a free health port of its own (several share 10248)
+    assert all(k.healthz_port == 0 for k in kubelets)
+    assert [(k.tls_cert_file, k.tls_private_key_file) for k in kubelets] == [
+        (tmp_path / "pki" / f"kubelet-{n}.crt", tmp_path / "pki" / f"kubelet-{n}.key")
+        for n in ("node1", "node2", "node3")
+    ]
+    assert all(k.client_ca_file == tmp_path / "pki" / "ca.crt" for k in kubelets)
+    assert all(k.authentication_token_webhook for k in kubelets)
+    assert all(k.authorization_mode == "Webhook" for k in kubelets)
+    assert (api.kubelet_client_certificate, api.kubelet_certificate_authority) == (
+        tmp_path / "pki" / "apiserver-kubelet-client.crt",
+        tmp_path / "pki" / "ca.crt",
+    )
 
 
 def test_the_plan_is_the_argv_source(tmp_path: Path) -> None:
@@ -98,6 +110,9 @@ def test_the_plan_is_the_argv_source(tmp_path: Path) -> None:
         secure_bind_address="127.0.0.1", secure_port=6443,
         tls_cert_file=pki_dir / "apiserver.crt", tls_private_key_file=pki_dir / "apiserver.key",
         client_ca_file=pki_dir / "ca.crt", service_account_signing_key_file=pki_dir / "sa.key",
+        kubelet_client_certificate=pki_dir / "apiserver-kubelet-client.crt",
+        kubelet_client_key=pki_dir / "apiserver-kubelet-client.key",
+        kubelet_certificate_authority=pki_dir / "ca.crt",
         service_cluster_ip_range=service_range, log_level="INFO", verbosity=4,
     ).python()  # fmt: skip
     assert (
@@ -105,6 +120,7 @@ def test_the_plan_is_the_argv_source(tmp_path: Path) -> None:
         == commands.controller_manager(
             kubeconfig=kubeconfigs / "controller-manager.conf",
             healthz_port=10257,
+            root_ca_file=pki_dir / "ca.crt",
             log_level="INFO",
             verbosity=4,
         ).python()
