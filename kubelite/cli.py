@@ -35,6 +35,7 @@ commands:
   dns                  cluster.local names from Services and pods (CoreDNS's job)
   node                 one node's kubelet and proxy, supervised (what a node container runs)
   up                   the whole cluster as supervised processes
+  certs init           make a cluster's CA, certificates and kubeconfigs (--node, --server)
   certs rotate         re-issue a cluster's certificates from its CA (--state-dir)
 
 Run 'kubelite <command> --help' for a command's flags."""

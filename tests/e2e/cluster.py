@@ -21,9 +21,10 @@ What it offers a test:
 * ``pod_processes()``: the live container processes of this cluster's pods, read from
   ``/proc`` (each container is its own process group carrying ``POD_NAME``/``POD_IP``).
 
-Processes are ``kubelite.testing.ComponentProcess``es: the apiserver starts on port 0 and the
-others get the port it printed; each start returns once the component printed its ready line
-(an event). Limits: Linux only (``/proc``, pidfds). A pod's web server gets a bounded connect
+Processes are ``kubelite.testing.ComponentProcess``es: the apiserver starts on port 0 and a
+free secure port, and the others reach that secure port as themselves with the kubeconfigs
+written for it, as under ``kubelite up`` (the test's own view uses the plain port); each
+start returns once the component printed its ready line (an event). Limits: Linux only (``/proc``, pidfds). A pod's web server gets a bounded connect
 retry, as nothing announces that it has bound its port.
 """
 
