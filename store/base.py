@@ -39,11 +39,13 @@ __all__ = [
     "KeyNotFound",
     "KeyValue",
     "ListResult",
+    "RequestTooLarge",
     "RevisionMismatch",
     "Store",
     "StoreClosed",
     "StoreError",
     "StoreFailed",
+    "StoreUnavailable",
     "WatchOverflow",
 ]
 
@@ -146,6 +148,23 @@ class StoreFailed(StoreClosed):
         super().__init__(f"{problem}; {remedy}")
         self.problem = problem
         self.remedy = remedy
+
+
+class StoreUnavailable(StoreError):
+    """A networked store (etcd) did not answer within its timeout: no quorum, or no member
+    reachable. The apiserver answers 504 Timeout when it timed out, else 503.
+
+    ``timed_out`` tells a member that kept timing out (504) from none being reachable (503).
+    """
+
+    def __init__(self, message: str, *, timed_out: bool) -> None:
+        super().__init__(message)
+        self.timed_out = timed_out
+
+
+class RequestTooLarge(StoreError):
+    """The store refused a write over its request limit (etcd's ``--max-request-bytes``, 1.5 MiB
+    by default); the apiserver answers 413 RequestEntityTooLarge."""
 
 
 class WatchOverflow(StoreError):

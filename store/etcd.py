@@ -44,7 +44,8 @@ by this store.
 that a call raises ``StoreUnavailable`` (the apiserver answers 503 or, for a timeout, 504). A
 write larger than etcd's request limit (1.5 MiB by default) raises ``RequestTooLarge`` with
 etcd's own words ("etcdserver: request is too large"; 413). A watch whose stream breaks is
-reopened from its last revision on the next reachable member.
+reopened from its last revision on the next reachable member, for as long as etcd is away
+(a watch has no deadline; it ends only as the contract says).
 
 **Write order.** One store sends one write at a time, so its writes take revisions in the order
 they were made (as SQLite's single writer does; the conformance suite relies on it). That
@@ -66,6 +67,7 @@ import contextlib
 import io
 import json
 import logging
+import math
 import random
 import ssl
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
@@ -81,16 +83,18 @@ from store.base import (
     KeyNotFound,
     KeyValue,
     ListResult,
+    RequestTooLarge,
     RevisionMismatch,
     StoreClosed,
     StoreError,
     StoreFailed,
+    StoreUnavailable,
     WatchOverflow,
 )
 from store.record import prefix_end
 from store.watchhub import DEFAULT_WATCH_BUFFER
 
-__all__ = ["EtcdStore", "RequestTooLarge", "StoreUnavailable"]
+__all__ = ["EtcdStore"]
 
 log = logging.getLogger(__name__)
 
@@ -121,21 +125,6 @@ _NEVER_APPLIED: Final = {
 _COMPACTED_TEXT: Final = "required revision has been compacted"
 _FUTURE_TEXT: Final = "required revision is a future revision"
 _TOO_LARGE_TEXT: Final = "request is too large"
-
-
-class StoreUnavailable(StoreError):
-    """No etcd member answered within the store's timeout (no quorum, or none reachable).
-
-    ``timed_out`` tells a member that kept timing out (504) from none being reachable (503).
-    """
-
-    def __init__(self, message: str, *, timed_out: bool) -> None:
-        super().__init__(message)
-        self.timed_out = timed_out
-
-
-class RequestTooLarge(StoreError):
-    """etcd refused a write over its request limit (``--max-request-bytes``, 1.5 MiB default)."""
 
 
 class _EtcdError(Exception):
@@ -668,7 +657,6 @@ class EtcdStore:
         """
         last = after_revision
         history_until = 0
-        deadline: float | None = None
         delay = _FIRST_DELAY
         try:
             while True:
@@ -680,7 +668,7 @@ class EtcdStore:
                 stream = self._watch_stream({"create_request": request})
                 try:
                     async for result in stream:
-                        deadline, delay = None, _FIRST_DELAY
+                        delay = _FIRST_DELAY
                         if "compact_revision" in result:
                             self._compacted = int(result["compact_revision"]) - origin
                             raise Compacted(last, self._compacted)
@@ -699,10 +687,9 @@ class EtcdStore:
                     problem = f"etcd watch stream broke ({type(err).__name__}: {err})"
                 finally:
                     await stream.aclose()
-                loop = asyncio.get_running_loop()
-                deadline = deadline or loop.time() + self._gateway.timeout
+                # a watch outlives an outage: it retries until etcd is back or the store closes
                 delay = await self._gateway.back_off(
-                    problem, deadline=deadline, delay=delay, timed_out=False
+                    problem, deadline=math.inf, delay=delay, timed_out=False
                 )
         except asyncio.CancelledError:
             raise

@@ -11,7 +11,9 @@ What it owns: ``StoreHealth`` (the first failure, and a way to wait for it) unde
 ``STORE_HEALTH`` key, and the ``store_failures`` middleware.
 
 Limits: only failures the store declares permanent stop the server; other store errors fail
-the request at hand and the server goes on.
+the request at hand and the server goes on — an etcd store that stays unreachable past its
+timeout (``StoreUnavailable``) as 503, or 504 ``Timeout`` when etcd kept timing out, and a
+write over etcd's request limit (``RequestTooLarge``) as 413 in etcd's words.
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ import logging
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
-from api.errors import ServiceUnavailable
-from store.base import StoreFailed
+from api.errors import RequestEntityTooLarge, ServiceUnavailable, Timeout
+from store.base import RequestTooLarge, StoreFailed, StoreUnavailable
 
 __all__ = ["STORE_HEALTH", "StoreHealth", "store_failures"]
 
@@ -64,3 +66,13 @@ async def store_failures(request: web.Request, handler: Handler) -> web.StreamRe
         raise ServiceUnavailable(
             f"the storage of this apiserver has failed: {failure.problem}"
         ) from None
+    except (
+        StoreUnavailable
+    ) as outage:  # etcd without quorum: this request fails, the server goes on
+        if outage.timed_out:
+            raise Timeout(
+                f"Timeout: request did not complete within requested timeout - {outage}"
+            ) from None
+        raise ServiceUnavailable(str(outage)) from None
+    except RequestTooLarge as refused:
+        raise RequestEntityTooLarge(str(refused)) from None

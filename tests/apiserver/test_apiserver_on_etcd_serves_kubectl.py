@@ -1,19 +1,24 @@
 """A real apiserver process on ``--store etcd://`` (a real etcd member) serves the stock
-kubectl: create, get, watch and delete, its objects landing in etcd under the prefix."""
+kubectl: create, get, watch and delete, its objects landing in etcd under the prefix; a write
+over etcd's request limit is a 413 in etcd's words, and with etcd gone writes are 503."""
 
 from __future__ import annotations
 
 import asyncio
+import io
+import json
 import os
 import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
+import aiohttp
 import pytest
 
 from kubelite.testing import ComponentProcess, etcd
 from store import open_store
+from tests.factories import container, pod
 
 pytestmark = [
     pytest.mark.e2e,
@@ -58,7 +63,7 @@ def kubectl(server: str, workdir: Path, *args: str) -> str:
 async def test_kubectl_create_get_watch_delete_through_an_apiserver_on_etcd(
     member: etcd.EtcdMember, apiserver_process, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]
-    url = f"etcd://{member.endpoint}?prefix={PREFIX}"
+    url = f"etcd://{member.endpoint}?prefix={PREFIX}&timeout=2"
     server: ComponentProcess = await asyncio.to_thread(apiserver_process, store=url)
     api = server.url
 
@@ -108,3 +113,22 @@ async def test_kubectl_create_get_watch_delete_through_an_apiserver_on_etcd(
     finally:
         watcher.kill()
         await watcher.wait()
+
+    configmaps = f"{api}/api/v1/namespaces/default/configmaps"
+    pods = f"{api}/api/v1/namespaces/default/pods"
+    async with aiohttp.ClientSession() as http:
+        # a ConfigMap may hold 1 MiB, etcd 1.5 MiB; a pod has no limit of its own
+        env = [{"name": "BIG", "value": "x" * (2 * 1024 * 1024)}]
+        big = pod("too-big", container("main", env=env))
+        body = io.BytesIO(json.dumps(big).encode())  # aiohttp streams a file-like body
+        headers = {"Content-Type": "application/json"}
+        async with http.post(pods, data=body, headers=headers) as resp:
+            status = await resp.json()
+            assert (resp.status, status["reason"]) == (413, "RequestEntityTooLarge")
+            assert "etcdserver: request is too large" in status["message"]
+
+        await asyncio.to_thread(member.kill)
+        async with http.post(configmaps, json={"metadata": {"name": "no-etcd"}}) as resp:
+            status = await resp.json()
+            assert (resp.status, status["reason"]) == (503, "ServiceUnavailable")
+            assert member.endpoint in status["message"]

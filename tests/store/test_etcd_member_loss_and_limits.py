@@ -13,8 +13,7 @@ import pytest
 
 from kubelite.testing import etcd
 from store import open_store
-from store.base import Store
-from store.etcd import RequestTooLarge, StoreUnavailable
+from store.base import RequestTooLarge, Store, StoreUnavailable
 
 pytestmark = pytest.mark.skipif(
     not etcd.available(), reason="no etcd binary on the PATH: apt-get install etcd-server"
