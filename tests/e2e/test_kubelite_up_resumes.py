@@ -153,7 +153,7 @@ async def test_ctrl_c_then_up_again_resumes_objects_and_running_pods(tmp_path: P
             "--no-color",
         ]  # fmt: skip
 
-    marker = ""  # the API's host:port, in every child's command line once it is known
+    marker = str(state)  # in every child's command line: its state or kubeconfig under it
     runs: list[Up] = []
     try:
         # ---- first run: start, run things, Ctrl-C --------------------------------------------
@@ -162,7 +162,6 @@ async def test_ctrl_c_then_up_again_resumes_objects_and_running_pods(tmp_path: P
         await first.start()
         await first.wait_banner()
         port = int(banner_api_url(first.lines).rsplit(":", 1)[1])
-        marker = f"127.0.0.1:{port}"
         assert all(PREFIX.match(line) for line in first.lines), [
             line for line in first.lines if not PREFIX.match(line)
         ][:5]
