@@ -30,13 +30,16 @@ from api.registry import ResourceType
 from client.informer import Informer
 from client.rest import ApiClient
 
-__all__ = ["WITHIN", "Changes", "Watcher", "apoll_until", "poll_until"]
+__all__ = ["POLL_EVERY", "WITHIN", "Changes", "Watcher", "apoll_until", "poll_until"]
 
 T = TypeVar("T")
 Obj = dict[str, Any]
 
 WITHIN = 60.0
 """Seconds before a wait gives up (generous: two shared cores, several suites at once)."""
+POLL_EVERY = 0.2
+"""Seconds between two asks of ``poll_until``: each ask is one cheap loopback probe, and a
+test waits on average half of this after the state is reached."""
 
 
 class Changes:
@@ -142,7 +145,7 @@ def poll_until(
     *,
     what: str,
     within: float = 2 * WITHIN,
-    every: float = 0.5,
+    every: float = POLL_EVERY,
     describe: Callable[[], str] | None = None,
 ) -> T:
     """Ask ``condition()`` every ``every`` seconds until it is truthy; its value. Only for
@@ -163,7 +166,7 @@ async def apoll_until(
     *,
     what: str,
     within: float = 2 * WITHIN,
-    every: float = 0.5,
+    every: float = POLL_EVERY,
     describe: Callable[[], str] | None = None,
 ) -> T:
     """``poll_until`` for a condition that is awaited (an HTTP probe, say); its value."""
