@@ -134,11 +134,7 @@ def setup_authorization(app: web.Application, ctx: ApiContext) -> None:
     modes: dict[str, Authorizer] = {"RBAC": rbac}
     if "Node" in ctx.options.authorization_modes:
         modes["Node"] = NodeAuthorizer(
-            NodeCaches(
-                pods=cache("", "Pod"),
-                claims=cache("", "PersistentVolumeClaim"),
-                volumes=cache("", "PersistentVolume"),
-            )
+            NodeCaches(pods=cache("", "Pod"), volumes=cache("", "PersistentVolume"))
         )
     app[RBAC] = rbac
     app[AUTHORIZER] = AuthorizerChain([modes[mode] for mode in ctx.options.authorization_modes])

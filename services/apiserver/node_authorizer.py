@@ -15,7 +15,7 @@ narrows them, and so does this module, first in the chain (``--authorization-mod
   every container, init container and ephemeral container;
 * ``persistentvolumeclaims``: reads of a claim a bound pod mounts (``persistentVolumeClaim``
   or an ``ephemeral`` volume's ``<pod>-<volume>`` claim), update/patch of its ``status``;
-  ``persistentvolumes``: reads of the volume such a claim is bound to (``spec.volumeName``).
+  ``persistentvolumes``: reads of the volume bound to such a claim (its ``spec.claimRef``).
   Kubernetes allows only *get* of these two; kubelite's kubelet watches them by name as it
   watches Secrets and ConfigMaps (``services/kubelet/object_cache.py``), so list and watch of
   one named object are allowed too;
@@ -31,7 +31,7 @@ narrows them, and so does this module, first in the chain (``--authorization-mod
 A refusal is a NO_OPINION with Kubernetes' reason (``no relationship found between node 'n1'
 and this object``), so RBAC may still allow the request (a binding an administrator made).
 
-Where the relationships come from: the apiserver's own watch caches of pods, claims and volumes
+Where the relationships come from: the apiserver's own watch caches of pods and volumes
 — never the store, never per request. The index (node -> the objects its pods reference) is
 rebuilt, like RBAC's, only when a request needs it and one of those caches moved since it was
 built, so a pod bound a moment ago grants its node access from the moment its write is in the
@@ -162,11 +162,10 @@ class NodeCaches:
     """The watch caches the relationships are read from."""
 
     pods: WatchCache
-    claims: WatchCache
     volumes: WatchCache
 
-    def revisions(self) -> tuple[int, int, int]:
-        return (self.pods.revision, self.claims.revision, self.volumes.revision)
+    def revisions(self) -> tuple[int, int]:
+        return (self.pods.revision, self.volumes.revision)
 
 
 Edge = tuple[str, str, str, str]
@@ -179,12 +178,12 @@ def _objects(cache: WatchCache) -> Iterator[Obj]:
 
 
 def _build(caches: NodeCaches) -> frozenset[Edge]:
-    volume_of: dict[tuple[str, str], str] = {}
-    for claim in _objects(caches.claims):
-        meta = claim.get("metadata") or {}
-        if volume := (claim.get("spec") or {}).get("volumeName"):
-            volume_of[(str(meta.get("namespace") or ""), str(meta.get("name") or ""))] = volume
-    volumes = {str((pv.get("metadata") or {}).get("name") or "") for pv in _objects(caches.volumes)}
+    volume_of: dict[tuple[str, str], str] = {}  # the claim a volume is bound to, by its claimRef
+    for pv in _objects(caches.volumes):
+        ref = (pv.get("spec") or {}).get("claimRef") or {}
+        if ref.get("name"):
+            claim = (str(ref.get("namespace") or ""), str(ref["name"]))
+            volume_of[claim] = str((pv.get("metadata") or {}).get("name") or "")
     edges: set[Edge] = set()
     for pod in _objects(caches.pods):
         node = (pod.get("spec") or {}).get("nodeName")
@@ -194,8 +193,8 @@ def _build(caches: NodeCaches) -> frozenset[Edge]:
         for kind, name in pod_references(pod):
             edges.add((node, kind, namespace, name))
             volume = volume_of.get((namespace, name)) if kind == CLAIM else None
-            if volume in volumes:
-                edges.add((node, VOLUME, "", str(volume)))
+            if volume:
+                edges.add((node, VOLUME, "", volume))
     return frozenset(edges)
 
 
@@ -214,7 +213,7 @@ class NodeAuthorizer:
 
     def __init__(self, caches: NodeCaches) -> None:
         self._caches = caches
-        self._built_at: tuple[int, int, int] | None = None
+        self._built_at: tuple[int, int] | None = None
         self._edges: frozenset[Edge] = frozenset()
 
     def _related(self, node: str, kind: str, namespace: str, name: str) -> bool:

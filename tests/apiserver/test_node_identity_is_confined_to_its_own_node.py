@@ -2,17 +2,18 @@
 
 One real apiserver serves its secure port (default ``--authorization-mode=Node,RBAC``); the
 admin sets up, on the plain loopback port, two nodes with their Leases, a pod bound to each
-(node1's reads Secret ``s1`` as a volume and ConfigMap ``c1`` as env; node2's reads ``s2``) and
-a Secret no pod references. Then, over HTTPS with ``system:node:node1``'s client certificate
+(node1's reads Secret ``s1`` as a volume, ConfigMap ``c1`` as env and claim ``claim1``, bound
+to volume ``pv1``; node2's reads ``s2``), a Secret no pod references and a volume bound to
+another claim. Then, over HTTPS with ``system:node:node1``'s client certificate
 (group ``system:nodes``), each attempt is counted:
 
 * refused, 403 with Kubernetes' words: another node's pod's Secret, an unreferenced Secret,
-  every Secret at once, another node's Node and Lease (patch, delete, create one named for it),
+  every Secret at once, a volume bound to no claim of its pods, another node's Node and Lease (patch, delete, create one named for it),
   a ``node-restriction.kubernetes.io/`` label on its own Node, a Lease outside
   ``kube-node-lease``, the status, deletion and eviction of a pod bound to another node, an
   update of its own pod's spec (no node rule grants it);
 * allowed: its own pod's Secret and ConfigMap (get, and watch by name as the kubelet does), its
-  own Node's labels, its own Lease, its own pod's status, and deleting its own pod.
+  claim and the volume bound to it, its own Node's labels, its own Lease, its own pod's status, and deleting its own pod.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from tests.factories import container, node, pod
 Obj = dict[str, Any]
 PODS = "/api/v1/namespaces/default/pods"
 SECRETS = "/api/v1/namespaces/default/secrets"
+CLAIMS = "/api/v1/namespaces/default/persistentvolumeclaims"
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
 
 
@@ -90,6 +92,34 @@ def lease(name: str) -> Obj:
     }
 
 
+def claim(name: str) -> Obj:
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": "1Gi"}},
+            "storageClassName": "",
+        },
+    }
+
+
+def volume(name: str, *, claim: str) -> Obj:
+    """A volume whose ``claimRef`` binds it to ``default/<claim>``."""
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": name},
+        "spec": {
+            "capacity": {"storage": "1Gi"},
+            "accessModes": ["ReadWriteOnce"],
+            "hostPath": {"path": f"/tmp/{name}"},
+            "claimRef": {"namespace": "default", "name": claim},
+        },
+    }
+
+
 def secret(name: str) -> Obj:
     return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}, "data": {}}
 
@@ -112,11 +142,17 @@ def cluster(session_processes: Processes, tmp_path_factory: pytest.TempPathFacto
         ours.admin("POST", LEASES, lease(name))
     for name in ("s1", "s2", "unused"):
         ours.admin("POST", SECRETS, secret(name))
+    ours.admin("POST", CLAIMS, claim("claim1"))
+    ours.admin("POST", "/api/v1/persistentvolumes", volume("pv1", claim="claim1"))
+    ours.admin("POST", "/api/v1/persistentvolumes", volume("pv2", claim="elsewhere"))
     config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c1"}, "data": {}}
     ours.admin("POST", "/api/v1/namespaces/default/configmaps", config)
     env = {"name": "C", "valueFrom": {"configMapKeyRef": {"name": "c1", "key": "k"}}}
     p1 = pod("p1", container(env=[env]), nodeName="node1")
-    p1["spec"]["volumes"] = [{"name": "s", "secret": {"secretName": "s1"}}]
+    p1["spec"]["volumes"] = [
+        {"name": "s", "secret": {"secretName": "s1"}},
+        {"name": "data", "persistentVolumeClaim": {"claimName": "claim1"}},
+    ]
     p2 = pod("p2", nodeName="node2")
     p2["spec"]["volumes"] = [{"name": "s", "secret": {"secretName": "s2"}}]
     for body in (p1, p2):
@@ -134,6 +170,9 @@ def test_a_node_is_refused_what_is_not_its_own(cluster: Cluster) -> None:
     refused = {
         "another node's pod's secret": cluster.call("GET", f"{SECRETS}/s2"),
         "an unreferenced secret": cluster.call("GET", f"{SECRETS}/unused"),
+        "a volume bound to no claim of its pods": cluster.call(
+            "GET", "/api/v1/persistentvolumes/pv2"
+        ),
         "every secret": cluster.call("GET", SECRETS),
         "another node": cluster.call(
             "PATCH", "/api/v1/nodes/node2", {"metadata": {"labels": {"a": "b"}}}
@@ -163,7 +202,7 @@ def test_a_node_is_refused_what_is_not_its_own(cluster: Cluster) -> None:
         ),
     }
     assert {what: a.code for what, a in refused.items()} == dict.fromkeys(refused, 403)
-    assert len(refused) == 13
+    assert len(refused) == 14
 
     messages = {what: a.body["message"] for what, a in refused.items()}
     user = 'User "system:node:node1"'
@@ -216,6 +255,8 @@ def test_a_node_is_allowed_its_own(cluster: Cluster) -> None:
         "its pod's secret": cluster.call("GET", f"{SECRETS}/s1"),
         "its pod's secret, watched by name": cluster.call("GET", SECRETS + watch),
         "its pod's configmap": cluster.call("GET", "/api/v1/namespaces/default/configmaps/c1"),
+        "its pod's claim": cluster.call("GET", f"{CLAIMS}/claim1"),
+        "its claim's volume": cluster.call("GET", "/api/v1/persistentvolumes/pv1"),
         "its node's labels": cluster.call(
             "PATCH", "/api/v1/nodes/node1", {"metadata": {"labels": {"node.kubernetes.io/x": "y"}}}
         ),
@@ -226,5 +267,5 @@ def test_a_node_is_allowed_its_own(cluster: Cluster) -> None:
         "deleting its pod": cluster.call("DELETE", f"{PODS}/p1"),
     }
     assert {what: a.code for what, a in allowed.items()} == dict.fromkeys(allowed, 200)
-    assert len(allowed) == 7
+    assert len(allowed) == 9
     assert cluster.admin("GET", f"{LEASES}/node1")["spec"]["leaseDurationSeconds"] == 41
