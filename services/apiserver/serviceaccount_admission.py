@@ -106,7 +106,7 @@ async def admit_pod(ctx: ApiContext, pod: Obj, *, namespace: str) -> None:
         spec["imagePullSecrets"] = [{"name": s.get("name")} for s in pull_secrets]
     annotations = (account.get("metadata") or {}).get("annotations") or {}
     if str(annotations.get(ENFORCE_MOUNTABLE, "")).lower() in ("true", "1", "t"):
-        _limit_secret_references(pod, spec, account)
+        _limit_secret_references(pod, spec, account=account)
 
 
 def _can_sign(ctx: ApiContext) -> bool:
@@ -202,7 +202,7 @@ def _check_mirror_pod(pod: Obj, spec: Obj) -> None:
         raise _forbidden(pod, "a mirror pod may not reference secrets")
 
 
-def _limit_secret_references(pod: Obj, spec: Obj, account: Obj) -> None:
+def _limit_secret_references(pod: Obj, spec: Obj, *, account: Obj) -> None:
     """``limitSecretReferences``: only the Secrets the account lists (its ``secrets`` for
     volumes and env, its ``imagePullSecrets`` for pulls)."""
     sa = str((account.get("metadata") or {}).get("name") or "")

@@ -303,7 +303,7 @@ def _failure(volume: Mapping[str, Any], exc: Exception) -> str:
 
 
 async def _tokens(
-    pod: Mapping[str, Any], volume: Mapping[str, Any], source: TokenSource
+    pod: Mapping[str, Any], volume: Mapping[str, Any], *, source: TokenSource
 ) -> dict[int, str]:
     """A projected volume's tokens, by the index of their ``serviceAccountToken`` source."""
     tokens = {}
@@ -327,7 +327,7 @@ async def _set_up_one(
     kind = projection_kind(volume)
     if kind is not None:
         issued = (
-            await _tokens(pod, volume, tokens)
+            await _tokens(pod, volume, source=tokens)
             if kind == "projected" and tokens is not None and host.root is not None
             else None
         )
