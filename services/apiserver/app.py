@@ -8,7 +8,8 @@ Why: one factory builds the same app for ``kubelite apiserver``, for in-process 
 2. the system namespaces and the default storage class (``bootstrap``);
 3. the background tasks, one supervised group (``app[BACKGROUND]``, ``component.tasks``): one
    watch cache per resource (startup waits until all are loaded), then the store compactor
-   (``store.keep_window``, keeping ``compaction_window`` revisions), the Event sweeper
+   (``store.keep_window``, keeping ``compaction_window`` revisions; one compactor per round
+   among the apiservers sharing the store, by a claim key), the Event sweeper
    (``eventttl``) and the Service allocations' releaser and repair loop
    (``service_allocation``). They run until shutdown; the first to end is logged loudly and ends the
    others, and ``kubelite apiserver`` then stops (exit 1: its supervisor restarts it). A store
@@ -76,6 +77,7 @@ from services.apiserver.storehealth import STORE_HEALTH, StoreHealth, store_fail
 from services.apiserver.watchcache import WatchCache
 from store import keep_window, open_store
 from store.base import Store, StoreFailed
+from store.compactor import CLAIM_KEY as COMPACTION_CLAIM_KEY
 
 __all__ = ["BACKGROUND", "make_app", "open_configured_store"]
 
@@ -290,7 +292,10 @@ async def _background(app: web.Application) -> AsyncIterator[None]:
         "store-compactor",
         _reporting(
             keep_window(
-                ctx.store, revisions=options.compaction_window, interval=options.compaction_interval
+                ctx.store,
+                revisions=options.compaction_window,
+                interval=options.compaction_interval,
+                claim_key=COMPACTION_CLAIM_KEY,  # one compactor per round among the apiservers
             ),
             health=health,
         ),
