@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from api.apiextensions import CustomResource, CustomResourceDefinition
 from api.apps import ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet
 from api.authentication import SelfSubjectReview, TokenReview
 from api.authorization import (
@@ -78,6 +79,9 @@ class ResourceType:
     subresources: tuple[Subresource, ...] = ()
     field_getters: Mapping[str, FieldGetter] = field(default_factory=dict)
     """Selectable fields (``fieldSelector``) beyond ``metadata.name``/``metadata.namespace``."""
+    custom: CustomResource | None = None
+    """Set for a version of a CustomResourceDefinition's kind: it is served from the CRD's
+    schema (``api.schema_validation``) rather than from ``model``."""
 
     @property
     def api_version(self) -> str:
@@ -126,6 +130,16 @@ class Registry:
     def register(self, rt: ResourceType) -> None:
         self._by_path[(rt.group, rt.version, rt.plural)] = rt
         self._by_kind[(rt.group, rt.kind)] = rt
+
+    def unregister(self, rt: ResourceType) -> None:
+        """Forget ``rt`` (a CRD's version that is no longer served)."""
+        self._by_path.pop((rt.group, rt.version, rt.plural), None)
+        if self._by_kind.get((rt.group, rt.kind)) is rt:
+            del self._by_kind[(rt.group, rt.kind)]
+            for other in self._by_path.values():
+                if (other.group, other.kind) == (rt.group, rt.kind):
+                    self._by_kind[(rt.group, rt.kind)] = other
+                    break
 
     def get(self, group: str, version: str, plural: str) -> ResourceType | None:
         return self._by_path.get((group, version, plural))
@@ -603,6 +617,18 @@ REGISTRY: Registry = Registry(
         ),
         *_rbac_types(),
         *_review_types(),
+        ResourceType(
+            group="apiextensions.k8s.io",
+            version="v1",
+            kind="CustomResourceDefinition",
+            plural="customresourcedefinitions",
+            singular="customresourcedefinition",
+            namespaced=False,
+            model=CustomResourceDefinition,
+            short_names=("crd", "crds"),
+            categories=("api-extensions",),
+            subresources=(_status("CustomResourceDefinition"),),
+        ),
     ]
 )
 """Every resource kubelite serves, in discovery order (core first)."""

@@ -2145,6 +2145,12 @@ def _under(field: str, prefixes: Iterable[str]) -> bool:
     )
 
 
+def validate_object_meta(rt: ResourceType, meta: dict[str, Any]) -> list[Cause]:
+    """The ObjectMeta rules alone (name, namespace, labels, finalizers ...), for kinds served
+    from a schema rather than checked here."""
+    return _metadata(rt, meta)
+
+
 def validate(rt: ResourceType, obj: dict[str, Any]) -> list[Cause]:
     """Causes why ``obj`` (a ``rt`` body, defaults applied) is invalid; empty when it is valid."""
     if not isinstance(obj, dict):

@@ -697,3 +697,107 @@ def client_cert(
         ),
     )
     return files
+
+
+WIDGET_SCHEMA: Obj = {
+    "type": "object",
+    "properties": {
+        "spec": {
+            "type": "object",
+            "required": ["size"],
+            "properties": {
+                "size": {"type": "string", "enum": ["small", "large"]},
+                "replicas": {"type": "integer", "minimum": 0, "default": 1},
+                "color": {"type": "string", "pattern": "^[a-z]+$", "default": "blue"},
+                "selector": {"type": "string"},
+                "ports": {
+                    "type": "array",
+                    "x-kubernetes-list-type": "map",
+                    "x-kubernetes-list-map-keys": ["name"],
+                    "items": {
+                        "type": "object",
+                        "required": ["name"],
+                        "properties": {
+                            "name": {"type": "string"},
+                            "port": {"type": "integer", "format": "int32"},
+                        },
+                    },
+                },
+                "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+            },
+        },
+        "status": {
+            "type": "object",
+            "properties": {
+                "ready": {"type": "boolean"},
+                "replicas": {"type": "integer"},
+            },
+        },
+    },
+}
+"""A custom kind's schema with required, enum, pattern, defaults, a list-map and open fields."""
+
+
+def crd(
+    plural: str = "widgets",
+    *,
+    group: str = "example.com",
+    kind: str = "Widget",
+    scope: str = "Namespaced",
+    versions: tuple[str, ...] = ("v1", "v1beta1"),
+    storage: str = "v1",
+    short_names: tuple[str, ...] = ("wd",),
+    schema: Obj | None = None,
+) -> Obj:
+    """A CustomResourceDefinition: every version served with the same schema, a status and a
+    scale subresource, and printer columns (``v1beta1`` deprecated when listed)."""
+    columns = [
+        {"name": "Size", "type": "string", "jsonPath": ".spec.size"},
+        {"name": "Replicas", "type": "integer", "jsonPath": ".spec.replicas"},
+        {"name": "Ready", "type": "boolean", "jsonPath": ".status.ready", "priority": 1},
+        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+    ]
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {
+            "group": group,
+            "scope": scope,
+            "names": {
+                "plural": plural,
+                "singular": kind.lower(),
+                "kind": kind,
+                "shortNames": list(short_names),
+                "categories": ["all"],
+            },
+            "versions": [
+                {
+                    "name": version,
+                    "served": True,
+                    "storage": version == storage,
+                    **({"deprecated": True} if version == "v1beta1" else {}),
+                    "schema": {"openAPIV3Schema": schema or WIDGET_SCHEMA},
+                    "subresources": {
+                        "status": {},
+                        "scale": {
+                            "specReplicasPath": ".spec.replicas",
+                            "statusReplicasPath": ".status.replicas",
+                            "labelSelectorPath": ".spec.selector",
+                        },
+                    },
+                    "additionalPrinterColumns": columns,
+                }
+                for version in versions
+            ],
+        },
+    }
+
+
+def widget(name: str, *, version: str = "v1", group: str = "example.com", **spec: Any) -> Obj:
+    return {
+        "apiVersion": f"{group}/{version}",
+        "kind": "Widget",
+        "metadata": {"name": name},
+        "spec": {"size": "small", **spec},
+    }

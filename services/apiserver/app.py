@@ -7,7 +7,8 @@ Why: one factory builds the same app for ``kubelite apiserver``, for in-process 
 1. the store (opened by ``make_app``, closed last);
 2. the system namespaces and the default storage class (``bootstrap``);
 3. the background tasks, one supervised group (``app[BACKGROUND]``, ``component.tasks``): one
-   watch cache per resource (startup waits until all are loaded), then the store compactor
+   watch cache per resource (startup waits until all are loaded), the CRD controller (``crd``:
+   every stored CRD's kind is served before startup ends), then the store compactor
    (``store.keep_window``, keeping ``compaction_window`` revisions; one compactor per round
    among the apiservers sharing the store, by a claim key), the Event sweeper
    (``eventttl``) and the Service allocations' releaser and repair loop
@@ -31,7 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,7 @@ from services.apiserver.bootstrap import (
 from services.apiserver.bootstrap_policy import ensure_bootstrap_policy
 from services.apiserver.codec import MAX_BODY_BYTES
 from services.apiserver.context import CONTEXT, ApiContext, ServerOptions
+from services.apiserver.crd import CustomResourceDefinitions, warn_deprecated
 from services.apiserver.discovery import setup_discovery
 from services.apiserver.encryption import EncryptingStore, load_encryption_config
 from services.apiserver.eventttl import sweep_events
@@ -85,6 +87,9 @@ log = logging.getLogger(__name__)
 
 BACKGROUND: web.AppKey[TaskGroup] = web.AppKey("background_tasks", TaskGroup)
 """The app's background tasks (watch caches, compactor, Event sweeper), once started."""
+
+DISCOVERY_CHANGED: web.AppKey[Callable[[], None]] = web.AppKey("discovery_changed")
+"""Rebuilds discovery and OpenAPI after the registry changed (the CRD controller calls it)."""
 
 
 def open_configured_store(options: ServerOptions) -> Store:
@@ -128,6 +133,7 @@ def make_app(
     store = store if store is not None else open_configured_store(options)
     if encryption is not None:
         store = EncryptingStore(store, encryption)
+    registry = Registry(list(registry))  # this app's own: CRDs add their kinds to it
     ctx = ApiContext(store=store, registry=registry, options=options)
     ctx.services = _service_allocator(ctx)
     for rt in registry:
@@ -167,8 +173,9 @@ def make_app(
     app.cleanup_ctx.append(_bootstrap)
     app.cleanup_ctx.append(_background)
     app.on_shutdown.append(_end_watches)
+    app.on_response_prepare.append(warn_deprecated)
     setup_health(app)
-    setup_discovery(app, registry)
+    app[DISCOVERY_CHANGED] = setup_discovery(app, registry)
     setup_proxy(app)
     setup_rest(app)
     return app
@@ -288,6 +295,9 @@ async def _background(app: web.Application) -> AsyncIterator[None]:
         if health.failure is not None:
             raise health.failure
         raise RuntimeError("a watch cache stopped before it had loaded; see the log above")
+    crds = CustomResourceDefinitions(ctx, on_change=app[DISCOVERY_CHANGED])
+    await crds.load()  # every stored CRD's kind is served before the first request
+    group.start("crd-controller", _reporting(crds.run(), health=health))
     group.start(
         "store-compactor",
         _reporting(

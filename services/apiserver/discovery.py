@@ -13,9 +13,13 @@ What it owns: the routes ``/version``, ``/api``, ``/api/v1``, ``/apis``, ``/apis
 Content-Type — client-go decides how to parse by the response Content-Type. Aggregated documents
 and OpenAPI documents are serialised once and carry an ``ETag``; ``If-None-Match`` gets a 304.
 
+The documents are rebuilt whenever a CRD's kind is served or withdrawn (the ``refresh``
+``setup_discovery`` returns), so their ETags and the OpenAPI ``hash`` change with them: that is
+how kubectl's discovery cache learns of a new kind (it re-reads on a changed ETag, and on a kind
+it does not know).
+
 Limits: no protobuf (a client that only accepts protobuf gets JSON anyway, as kubectl accepts);
-``/openapi/v2`` is a 404 Status, which kubectl tolerates (it falls back to its compiled-in types);
-the registry is read once, at ``setup_discovery`` — types registered later are not discovered.
+``/openapi/v2`` is a 404 Status, which kubectl tolerates (it falls back to its compiled-in types).
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import asyncio
 import hashlib
 import json
 import platform
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -274,6 +278,17 @@ class _Discovery:
 
     def __init__(self, registry: Registry) -> None:
         self.registry = registry
+        self._build_documents()
+        self.openapi = OpenAPIV3(registry)
+        self._openapi_lock = asyncio.Lock()
+
+    def refresh(self) -> None:
+        """Rebuild the documents after the registry changed (a CRD's kind came or went)."""
+        self._build_documents()
+        self.openapi.refresh_custom()
+
+    def _build_documents(self) -> None:
+        registry = self.registry
         self.aggregated: dict[tuple[bool, str], _Body] = {
             (legacy, version): _Body.of(
                 aggregated_discovery(registry, legacy=legacy, version=version),
@@ -293,8 +308,6 @@ class _Discovery:
             for group, versions in registry.groups().items()
             for version in versions
         }
-        self.openapi = OpenAPIV3(registry)
-        self._openapi_lock = asyncio.Lock()
 
     async def _openapi_built(self) -> None:
         """Build the OpenAPI documents once, off the event loop (a few hundred ms of pydantic
@@ -385,8 +398,9 @@ class _Discovery:
         return web.Response(body=data, headers={**headers, "Content-Type": JSON})
 
 
-def setup_discovery(app: web.Application, registry: Registry) -> None:
-    """Register the discovery, version and OpenAPI routes of ``registry`` on ``app``."""
+def setup_discovery(app: web.Application, registry: Registry) -> Callable[[], None]:
+    """Register the discovery, version and OpenAPI routes of ``registry`` on ``app``; returns
+    what to call after the registry changes (a CRD's kind served or withdrawn)."""
     d = _Discovery(registry)
     routes = {
         "/version": d.version,
@@ -403,3 +417,4 @@ def setup_discovery(app: web.Application, registry: Registry) -> None:
     app.router.add_get("/openapi/v2", d.openapi_v2)
     app.router.add_get("/openapi/v3", d.openapi_v3_root)
     app.router.add_get("/openapi/v3/{path:.+}", d.openapi_v3_doc)
+    return d.refresh

@@ -25,6 +25,9 @@ the free-form parts the models leave open, such as cloud volume sources). ``api/
 every field Kubernetes declares on the kinds kubelite serves, so a kubectl-generated or
 ``kubectl get -o yaml`` manifest passes ``Strict``.
 
+A custom kind's unknown fields are those its CRD's schema does not declare
+(``api.schema_validation.unknown_fields``): dropping them is Kubernetes' pruning.
+
 Limits: only create, update (PUT) and patch of the main resource; subresource writes
 (``/status``, ``/scale``, ``/binding``) keep what they are sent. Duplicate JSON keys are not
 detected (the body is already decoded). On a patch, unknown fields already present in the
@@ -48,6 +51,7 @@ from pydantic import BaseModel
 
 from api.errors import BadRequest, Invalid, StatusError
 from api.registry import ResourceType
+from api.schema_validation import unknown_fields as schema_unknown_fields
 from services.apiserver.codec import PatchType
 
 __all__ = [
@@ -207,10 +211,18 @@ def _strict_error(unknown: list[Unknown]) -> str:
 # -- what the handlers call ----------------------------------------------------------------------
 
 
+def _unknown_in(rt: ResourceType, obj: Obj) -> list[Unknown]:
+    """The unknown fields of a body of ``rt``: by its model, or by its schema for a custom kind
+    (dropping them is the pruning of Kubernetes' structural schemas)."""
+    if rt.custom is None:
+        return unknown_fields(rt.model, obj)
+    return [Unknown(u.path, u.parent, u.key) for u in schema_unknown_fields(rt.custom.schema, obj)]
+
+
 def check_object(rt: ResourceType, obj: Obj, *, directive: Directive) -> list[str]:
     """A create or update body: 400 under ``Strict``; otherwise drop the unknown fields and
     return the warnings to send (none under ``Ignore``)."""
-    unknown = unknown_fields(rt.model, obj)
+    unknown = _unknown_in(rt, obj)
     if not unknown:
         return []
     if directive is Directive.STRICT:
@@ -234,8 +246,8 @@ def check_patched(
 ) -> list[str]:
     """A patch's result (before it is written): 422 on ``patch`` under ``Strict``; otherwise
     as ``check_object``. Unknown fields already in ``current`` are left alone."""
-    before = {u.path for u in unknown_fields(rt.model, current)}
-    unknown = [u for u in unknown_fields(rt.model, patched) if u.path not in before]
+    before = {u.path for u in _unknown_in(rt, current)}
+    unknown = [u for u in _unknown_in(rt, patched) if u.path not in before]
     if not unknown:
         return []
     if directive is Directive.STRICT:

@@ -15,10 +15,11 @@ from typing import Any
 
 from aiohttp import web
 
-from api.errors import BadRequest, MethodNotAllowed, NotFound
+from api.errors import BadRequest, MethodNotAllowed, NotFound, UnsupportedMediaType
 from api.patches import apply_json_patch, apply_merge_patch, apply_strategic_merge_patch
 from api.registry import ResourceType
 from services.apiserver.codec import PatchType, json_response
+from services.apiserver.custom_objects import served_as
 from services.apiserver.tables import TABLE_CONTENT_TYPE, to_table, wants_table
 
 __all__ = [
@@ -58,7 +59,9 @@ def is_dry_run(request: web.Request) -> bool:
 def object_response(
     request: web.Request, rt: ResourceType, obj: Obj, *, status: int = 200
 ) -> web.Response:
-    """One object as JSON, or as a one-row Table when the client asked for Tables."""
+    """One object as JSON, or as a one-row Table when the client asked for Tables; a custom
+    object as the version asked for serves it."""
+    obj = served_as(rt, obj)
     if wants_table(request.headers.get("Accept")):
         table = to_table(
             rt,
@@ -112,6 +115,12 @@ def apply_patch(rt: ResourceType, current: Obj, patch_type: PatchType, patch: An
         result: Any = apply_json_patch(current, patch)
     elif patch_type is PatchType.MERGE:
         result = apply_merge_patch(current, patch)
+    elif rt.custom is not None:
+        # custom kinds have no patch strategies: Kubernetes answers 415 to a strategic merge
+        raise UnsupportedMediaType(
+            "the body of the request was in an unknown format - accepted media types include: "
+            + ", ".join(p.value for p in PatchType if p is not PatchType.STRATEGIC)
+        )
     else:
         result = apply_strategic_merge_patch(current, patch, kind=rt.kind)
     if not isinstance(result, dict):

@@ -30,6 +30,7 @@ from api.errors import Expired, Timeout
 from api.registry import ResourceType
 from services.apiserver.codec import JSON_CONTENT_TYPE, dumps, json_response
 from services.apiserver.context import ApiContext
+from services.apiserver.custom_objects import served_as
 from services.apiserver.query import EXACT, ContinueToken, ListOptions, parse_revision
 from services.apiserver.tables import TABLE_CONTENT_TYPE, to_table, wants_table
 
@@ -184,6 +185,9 @@ async def serve(
     request: web.Request, ctx: ApiContext, rt: ResourceType, opts: ListOptions
 ) -> web.Response:
     result = await list_objects(ctx, rt, opts)
+    if rt.custom is not None and any(o.get("apiVersion") != rt.api_version for o in result.objects):
+        objects = [served_as(rt, o) for o in result.objects]
+        result = ListResult(objects=objects, revision=result.revision, continue_token=result.continue_token)
     if wants_table(request.headers.get("Accept")):
         table = to_table(
             rt,

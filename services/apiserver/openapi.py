@@ -23,8 +23,12 @@ merge patch from OpenAPI v3 only when the PATCH body lists
 v3 spec". Without a requestBody kubectl uses its compiled-in Go types for built-in kinds — the
 exact merge keys of real Kubernetes — silently.
 
-Limits: documents are built once, on first use (in a worker thread, see ``discovery``), and
-cached with their hash; the schemas say only what the pydantic models say (fields the models
+A CRD's served versions get their documents from the CRD's schema (``apiVersion``, ``kind`` and
+``ObjectMeta`` added, as Kubernetes' builder does), remade whenever the custom kinds change
+(``refresh_custom``), so ``kubectl explain`` describes a custom kind.
+
+Limits: the built-in documents are built once, on first use (in a worker thread, see
+``discovery``), and cached with their hash; the schemas say only what the pydantic models say (fields the models
 keep as free-form objects stay free-form).
 """
 
@@ -229,6 +233,24 @@ def _to_openapi30(node: Any) -> Any:
     return out
 
 
+_API_VERSION_DOC = (
+    "APIVersion defines the versioned schema of this representation of an object. Servers "
+    "should convert recognized schemas to the latest internal value, and may reject "
+    "unrecognized values."
+)
+_KIND_DOC = (
+    "Kind is a string value representing the REST resource this object represents. Servers may "
+    "infer this from the endpoint the client submits requests to. Cannot be updated. In "
+    "CamelCase."
+)
+
+
+def _serialised(doc: dict[str, Any]) -> tuple[bytes, str]:
+    """A document's bytes and its ETag (the hash clients address it by)."""
+    data = json.dumps(doc, separators=(",", ":"), sort_keys=True).encode()
+    return data, '"' + hashlib.sha512(data).hexdigest().upper() + '"'
+
+
 def _gvk(rt: ResourceType, kind: str | None = None) -> dict[str, str]:
     return {"group": rt.group, "version": rt.version, "kind": kind or rt.kind}
 
@@ -238,14 +260,22 @@ class OpenAPIV3:
 
     def __init__(self, registry: Registry) -> None:
         self._registry = registry
+        self._builtin: dict[str, tuple[bytes, str]] | None = None
+        self._schemas: dict[str, Any] = {}
         self._docs: dict[str, tuple[bytes, str]] | None = None
         self._root: tuple[bytes, str] | None = None
+        self._custom_stale = True
+
+    def refresh_custom(self) -> None:
+        """The custom kinds changed: their documents (and the root's hashes) are made again on
+        the next read — cheaply, from the CRDs' schemas."""
+        self._custom_stale = True
 
     # -- public
 
     @property
     def built(self) -> bool:
-        return self._docs is not None
+        return self._builtin is not None
 
     def build(self) -> None:
         """Generate every document now (idempotent); otherwise the first read does."""
@@ -274,27 +304,70 @@ class OpenAPIV3:
     # -- building
 
     def _build(self) -> None:
-        if self._docs is not None:
-            return
-        schemas = self._component_schemas()
-        docs: dict[str, tuple[bytes, str]] = {}
-        index: dict[str, Any] = {}
-        for group, versions in self._registry.groups().items():
-            for version in versions:
-                path = gv_path(group, version)
-                doc = self._document(group, version, schemas)
-                data = json.dumps(doc, separators=(",", ":"), sort_keys=True).encode()
-                digest = hashlib.sha512(data).hexdigest().upper()
-                docs[path] = (data, f'"{digest}"')
-                index[path] = {"serverRelativeURL": f"/openapi/v3/{path}?hash={digest}"}
+        if self._builtin is None:
+            schemas = self._component_schemas()
+            builtin: dict[str, tuple[bytes, str]] = {}
+            for group, version in self._group_versions(custom=False):
+                builtin[gv_path(group, version)] = _serialised(
+                    self._document(group, version, schemas)
+                )
+            self._schemas, self._builtin = schemas, builtin
+        if self._custom_stale or self._docs is None:
+            self._custom_stale = False
+            self._assemble(self._builtin)
+
+    def _group_versions(self, *, custom: bool) -> list[tuple[str, str]]:
+        out: list[tuple[str, str]] = []
+        for rt in self._registry:
+            if (rt.custom is not None) == custom and (rt.group, rt.version) not in out:
+                out.append((rt.group, rt.version))
+        return out
+
+    def _assemble(self, builtin: dict[str, tuple[bytes, str]]) -> None:
+        docs = dict(builtin)
+        for group, version in self._group_versions(custom=True):
+            docs[gv_path(group, version)] = _serialised(self._custom_document(group, version))
+        index = {
+            path: {"serverRelativeURL": f"/openapi/v3/{path}?hash={etag.strip(chr(34))}"}
+            for path, (_, etag) in docs.items()
+        }
         root = json.dumps({"paths": index}, separators=(",", ":")).encode()
         self._root = (root, '"' + hashlib.sha512(root).hexdigest().upper() + '"')
         self._docs = docs
 
+    def _custom_document(self, group: str, version: str) -> dict[str, Any]:
+        """A CRD version's document: its schema as the kind's component (with apiVersion,
+        kind and ObjectMeta, as Kubernetes' builder adds them), and its paths."""
+        paths: dict[str, Any] = {}
+        components: dict[str, Any] = {}
+        meta_ref = component_name("api.meta", "ObjectMeta")
+        for rt in self._registry:
+            if rt.custom is None or (rt.group, rt.version) != (group, version):
+                continue
+            name = ".".join([*reversed(rt.group.split(".")), rt.version, rt.kind])
+            schema = dict(rt.custom.schema)
+            schema["properties"] = {
+                "apiVersion": {"type": "string", "description": _API_VERSION_DOC},
+                "kind": {"type": "string", "description": _KIND_DOC},
+                "metadata": {"$ref": f"#/components/schemas/{meta_ref}"},
+                **{k: v for k, v in (schema.get("properties") or {}).items() if k != "metadata"},
+            }
+            schema["type"] = "object"
+            schema["x-kubernetes-group-version-kind"] = [_gvk(rt)]
+            components[name] = schema
+            paths.update(self._resource_paths(rt, name))
+        components.update(self._closure({meta_ref}, self._schemas))
+        return {
+            "openapi": OPENAPI_VERSION,
+            "info": INFO,
+            "paths": paths,
+            "components": {"schemas": dict(sorted(components.items()))},
+        }
+
     def _component_schemas(self) -> dict[str, Any]:
         models: list[type[BaseModel]] = []
         for rt in self._registry:
-            if rt.model not in models:
+            if rt.custom is None and rt.model not in models:
                 models.append(rt.model)
         try:
             keys, top = _json_schemas(models)
@@ -312,6 +385,8 @@ class OpenAPIV3:
         }
         keys = {key: _rename_refs(value, names) for key, value in keys.items()}
         for rt in self._registry:
+            if rt.custom is not None:
+                continue
             ref = keys.get((rt.model, "validation"), {}).get("$ref", "")
             name = ref.rsplit("/", 1)[-1]
             if name in defs:

@@ -42,6 +42,7 @@ from services.apiserver import (
 from services.apiserver.admission import admit_create
 from services.apiserver.codec import read_object, read_patch
 from services.apiserver.context import CONTEXT, ApiContext
+from services.apiserver.crd import CUSTOM_TARGET
 from services.apiserver.escalation import check_no_escalation
 from services.apiserver.handlers import (
     apply_patch,
@@ -380,6 +381,8 @@ async def handle_group(request: web.Request) -> web.StreamResponse:
     info = request.match_info
     ctx = request.app[CONTEXT]
     target = resolve(ctx, group=info["group"], version=info["version"], tail=info["tail"])
+    if target.rt.custom is not None:
+        request[CUSTOM_TARGET] = target.rt  # for its deprecation warning
     return await _dispatch(request, target)
 
 

@@ -26,6 +26,13 @@ from api.errors import BadRequest, Invalid
 from api.meta import now_time
 from api.registry import ResourceType
 from api.validation import validate, validate_update
+from services.apiserver.custom_objects import (
+    custom_generation,
+    default_custom,
+    is_crd,
+    prepare_custom_create,
+    validate_custom,
+)
 
 __all__ = [
     "allows_create_on_update",
@@ -108,6 +115,8 @@ def prepare_for_create(rt: ResourceType, obj: Obj) -> None:
         obj["status"] = {}
     if kind == ("apps", "DaemonSet"):
         _set_template_generation(obj, 1)
+    if rt.custom is not None or is_crd(rt):
+        prepare_custom_create(rt, obj)
 
 
 def _names(value: Any) -> set[str]:
@@ -151,7 +160,9 @@ def prepare_for_update(rt: ResourceType, new: Obj, old: Obj) -> None:
     if (rt.group, rt.kind) == ("", "Namespace"):
         # spec.finalizers change only through .../finalize
         new["spec"] = copy.deepcopy(old.get("spec") or {})
-    if has_spec(rt):
+    if rt.custom is not None:
+        meta["generation"] = custom_generation(rt, new, old)
+    elif has_spec(rt):
         generation = int(old_meta.get("generation") or 1)
         if new.get("spec") != old.get("spec"):
             generation += 1
@@ -209,13 +220,20 @@ def prepare_for_status_update(rt: ResourceType, new: Obj, old: Obj) -> Obj:
 
 
 def default_object(rt: ResourceType, obj: Obj) -> None:
-    """Apply Kubernetes' defaults (``restartPolicy: Always``, ``dnsPolicy`` ...) in place."""
+    """Apply Kubernetes' defaults (``restartPolicy: Always``, ``dnsPolicy`` ...) in place; a
+    custom object's come from its schema (``custom_objects``)."""
+    if rt.custom is not None or is_crd(rt):
+        default_custom(rt, obj)
+        return
     apply_defaults(rt.kind, obj)
 
 
 def validate_object(rt: ResourceType, obj: Obj, *, old: Obj | None = None) -> None:
     """422 ``Invalid`` naming every bad field (``api.validation``), or nothing."""
-    causes = validate(rt, obj) if old is None else validate_update(rt, obj, old)
+    if rt.custom is not None or is_crd(rt):
+        causes = validate_custom(rt, obj, old=old)
+    else:
+        causes = validate(rt, obj) if old is None else validate_update(rt, obj, old)
     if causes:
         meta = _meta(obj)
         name = str(meta.get("name") or meta.get("generateName") or "")

@@ -29,6 +29,11 @@ from api.registry import ResourceType
 from api.selectors import label_selector_from_dict
 from services.apiserver.codec import PatchType, json_response, read_object, read_patch
 from services.apiserver.context import ApiContext
+from services.apiserver.custom_objects import (
+    custom_generation,
+    custom_scale,
+    set_custom_replicas,
+)
 from services.apiserver.eviction import evict
 from services.apiserver.handlers import (
     apply_patch,
@@ -218,6 +223,9 @@ def _selector_string(rt: ResourceType, obj: Obj) -> str:
 
 def scale_of(rt: ResourceType, obj: Obj) -> Obj:
     """The ``autoscaling/v1`` Scale view of a replicated object."""
+    custom = custom_scale(rt, obj)
+    if custom is not None:
+        return custom
     meta = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
@@ -291,9 +299,12 @@ async def _write_scale(request: web.Request, ctx: ApiContext, target: Target) ->
                 group="autoscaling",
             )
         new = copy.deepcopy(current)
-        new.setdefault("spec", {})["replicas"] = replicas
-        if new["spec"] != current.get("spec"):
-            new["metadata"]["generation"] = int(current["metadata"].get("generation") or 1) + 1
+        if set_custom_replicas(rt, new, replicas):
+            new["metadata"]["generation"] = custom_generation(rt, new, current)
+        else:
+            new.setdefault("spec", {})["replicas"] = replicas
+            if new["spec"] != current.get("spec"):
+                new["metadata"]["generation"] = int(current["metadata"].get("generation") or 1) + 1
         if dry_run:
             dry.append(new)
             return current

@@ -27,11 +27,13 @@ produced (kubectl asks for v1 first; ``v1beta1`` has the same shape and is accep
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from api.apiextensions import CustomResource, json_path_values
 from api.errors import BadRequest
 from api.registry import ResourceType
 from api.storage import is_default_class
@@ -1310,7 +1312,49 @@ PRINTERS: dict[tuple[str, str], TablePrinter] = {
 
 
 def printer_for(rt: ResourceType) -> TablePrinter:
+    if rt.custom is not None:
+        return custom_printer(rt.custom)
     return PRINTERS.get((rt.group, rt.kind), DEFAULT_PRINTER)
+
+
+def _custom_cell(type_: str, values: list[Any], now: datetime) -> Any:
+    """One ``additionalPrinterColumns`` cell as the apiextensions table convertor makes it:
+    the first value the path selects, as the column's type (a date as its age); else null."""
+    if not values:
+        return None
+    value = values[0]
+    if type_ == "string":
+        return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+    if type_ == "date":
+        return translate_timestamp_since(value, now)
+    if type_ == "integer" and isinstance(value, int | float) and not isinstance(value, bool):
+        return int(value)
+    if type_ == "number" and isinstance(value, int | float) and not isinstance(value, bool):
+        return value
+    if type_ == "boolean" and isinstance(value, bool):
+        return value
+    return None
+
+
+def custom_printer(custom: CustomResource) -> TablePrinter:
+    """A CRD version's columns: ``Name``, then its ``additionalPrinterColumns``."""
+    columns = (
+        NAME,
+        *(
+            Column(
+                c.name, type=c.type, description=c.description, priority=c.priority, format=c.format
+            )
+            for c in custom.printer_columns
+        ),
+    )
+
+    def cells(obj: Obj, now: datetime) -> list[Any]:
+        return [_meta(obj).get("name", "")] + [
+            _custom_cell(c.type, json_path_values(obj, c.json_path), now)
+            for c in custom.printer_columns
+        ]
+
+    return TablePrinter(columns=columns, cells=cells)
 
 
 # --------------------------------------------------------------------------------------------

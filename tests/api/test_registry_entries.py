@@ -38,6 +38,12 @@ def test_every_served_resource_is_registered_with_kubernetes_names() -> None:
             True,
             ("pvc",),
         ),
+        ("apiextensions.k8s.io", "v1", "customresourcedefinitions"): (
+            "CustomResourceDefinition",
+            "customresourcedefinition",
+            False,
+            ("crd", "crds"),
+        ),
         ("storage.k8s.io", "v1", "storageclasses"): (
             "StorageClass",
             "storageclass",
@@ -157,6 +163,7 @@ def test_lookups_by_any_name() -> None:
         "rbac.authorization.k8s.io": ["v1"],
         "authorization.k8s.io": ["v1"],
         "authentication.k8s.io": ["v1"],
+        "apiextensions.k8s.io": ["v1"],
     }
     pods, deployments = REGISTRY.resolve("pods"), REGISTRY.resolve("deploy")
     assert pods is not None and pods.model is Pod and pods.categories == ("all",)

@@ -33,6 +33,7 @@ from services.apiserver.storage import encode
 from services.kubelet.pod_status import ContainerView, container_status
 from services.kubelet.runtime.base import ContainerRecord
 from tests.apiserver.conftest import Api, EventReader, MakeApi
+from tests.factories import crd
 
 Obj = dict[str, Any]
 
@@ -468,6 +469,9 @@ SAMPLES: dict[tuple[str, str], Sample] = {
     ),
     ("authentication.k8s.io", "SelfSubjectReview"): Sample(
         {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview", "metadata": {}}
+    ),
+    ("apiextensions.k8s.io", "CustomResourceDefinition"): Sample(
+        {**crd(plural=NAME, kind="Sample"), "metadata": {"name": f"{NAME}.example.com"}}
     ),
 }
 
