@@ -152,6 +152,8 @@ class CustomResourceDefinitions:
         """CRD name -> its registry entries."""
         self._caches: dict[str, asyncio.Task[None]] = {}
         """CRD name -> the feeding task of its kind's watch cache."""
+        self._cleanups: dict[str, asyncio.Task[None]] = {}
+        """CRD name -> the task that syncs a deleted CRD again when its kind's objects move."""
         self._failed: asyncio.Future[NoReturn] = asyncio.get_running_loop().create_future()
 
     @property
@@ -187,6 +189,8 @@ class CustomResourceDefinitions:
                 finally:
                     watcher.close("the CRD controller stopped")
         finally:
+            for task in self._cleanups.values():
+                task.cancel()
             for name in list(self._caches):
                 await self._stop_cache(name)
 
@@ -440,7 +444,8 @@ class CustomResourceDefinitions:
 
         async def again() -> None:
             await cache.wait_until(cache.revision + 1)
+            del self._cleanups[crd_name]
             await self._sync_logged(crd_name)
 
-        task = asyncio.create_task(again(), name=f"crd-cleanup-{crd_name}")
-        task.add_done_callback(lambda t: None if t.cancelled() else t.exception())
+        if crd_name not in self._cleanups:
+            self._cleanups[crd_name] = asyncio.create_task(again(), name=f"crd-cleanup-{crd_name}")
