@@ -55,6 +55,8 @@ MAX_JITTER = 10.0
 """Up to this many seconds earlier, so a node's tokens are not all renewed at once."""
 
 _SERVICE_ACCOUNTS = REGISTRY.require("", "ServiceAccount")
+_REQUEST_ERRORS = (StatusError, aiohttp.ClientError, OSError, TimeoutError, KeyError, ValueError)
+"""A TokenRequest refused, not answered, or answered without a token and its expiry."""
 
 
 class TokenError(VolumeError):
@@ -112,14 +114,7 @@ class TokenManager:
             return cached.token
         try:
             issued = await self._request(meta, key)
-        except (
-            StatusError,
-            aiohttp.ClientError,
-            OSError,
-            TimeoutError,
-            KeyError,
-            ValueError,
-        ) as exc:
+        except _REQUEST_ERRORS as exc:
             if cached is None:
                 raise TokenError(f"failed to fetch token: {exc}") from None
             if now >= cached.expires:
