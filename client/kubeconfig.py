@@ -9,7 +9,8 @@ from the kubeconfig's current user); otherwise the ``--kubeconfig`` file, else t
 in ``$KUBECONFIG``, else ``~/.kube/config``; ``--context`` picks a context other than
 ``current-context``. A component (``from_args(..., default_server=DEFAULT_SERVER)``) given
 neither ``--server``, ``--kubeconfig`` nor ``$KUBECONFIG`` talks to ``http://127.0.0.1:8080``.
-``--server`` may name several URLs (``component.flags``); the first is used for now. Paths
+``--server`` may name several URLs (``component.flags``): the first is used until it cannot
+be reached, then the next (``client.transport`` fails over). Paths
 inside a kubeconfig are relative to the file. Supported fields:
 ``server``, ``certificate-authority[-data]``, ``insecure-skip-tls-verify``, user ``token``,
 ``tokenFile``, ``client-certificate[-data]``, ``client-key[-data]``, context ``namespace``.
@@ -56,6 +57,9 @@ class ClientConfig:
     """How to talk to one apiserver. Build with ``ClientConfig(server=...)`` or the loaders."""
 
     server: str = DEFAULT_SERVER
+    other_servers: tuple[str, ...] = ()
+    """More URLs of the same cluster's apiservers (``--server a,b,c``): the transport turns to
+    the next one when the current one cannot be reached."""
     token: str | None = None
     ca_file: str | None = None
     ca_data: str | None = None
@@ -77,8 +81,9 @@ class ClientConfig:
     user_agent: str = "kubelite"
 
     def __post_init__(self) -> None:
-        if not self.server.startswith(("http://", "https://")):
-            raise KubeconfigError(f"server must be an http:// or https:// URL, got {self.server!r}")
+        for server in (self.server, *self.other_servers):
+            if not server.startswith(("http://", "https://")):
+                raise KubeconfigError(f"server must be an http:// or https:// URL, got {server!r}")
         if self.qps is not None and self.qps <= 0:
             raise KubeconfigError("qps must be positive (or None for no limit)")
 
@@ -139,11 +144,13 @@ class ClientConfig:
     ) -> ClientConfig:
         """The config described by the flags ``add_client_arguments`` added.
 
-        ``--server`` may name several URLs; the first is used for now. With no ``--server``,
-        no ``--kubeconfig`` and no ``$KUBECONFIG``, ``default_server`` is used (if given).
+        ``--server`` may name several URLs: the first is used until it cannot be reached, then
+        the next (``other_servers``). With no ``--server``, no ``--kubeconfig`` and no
+        ``$KUBECONFIG``, ``default_server`` is used (if given).
         """
         servers: list[str] | None = args.server
         server = servers[0] if servers else None
+        others = tuple(servers[1:]) if servers else ()
         if server is None and args.kubeconfig is None and not os.environ.get("KUBECONFIG"):
             server = default_server
         return cls.load(
@@ -155,6 +162,7 @@ class ClientConfig:
             insecure_skip_tls_verify=args.insecure_skip_tls_verify or None,
             qps=args.kube_api_qps,
             burst=args.kube_api_burst,
+            other_servers=others or None,
         )
 
 

@@ -14,7 +14,13 @@ What it owns:
   is retried (``read_retries`` times, jittered backoff, honouring ``Retry-After``). A write that
   got 429 is retried too (the server did not act on it); a write that lost its connection is
   *not* — its outcome is unknown, so ``ApiUnreachable`` is raised and the caller re-reads;
-* ``watch_opener``: opening a watch response, whose errors become the same typed errors.
+* ``watch_opener``: opening a watch response, whose errors become the same typed errors;
+* **failover** (``ClientConfig.other_servers``, ``--server a,b``): a request that cannot reach
+  the current apiserver turns to the next one, and so does every later request. A connection
+  that was never made carried nothing, so any request — a write too — is tried again at once
+  on the next apiserver; a lost connection still follows the rules above (a read is retried
+  there, a write raises ``ApiUnreachable``); a watch that cannot be opened raises, and the
+  reflector's next attempt goes to the next apiserver.
 
 What it does not guarantee: no retry on Conflict (every write is a compare-and-swap: callers
 re-read); a watch opening is never retried here (the reflector backs off).
@@ -48,13 +54,15 @@ log = logging.getLogger("client.rest")
 
 
 class Transport:
-    """Sends requests to one apiserver (``config.server``)."""
+    """Sends requests to one apiserver at a time (``config.server``, then
+    ``config.other_servers`` in turn when it cannot be reached)."""
 
     def __init__(
         self, config: ClientConfig, *, session: aiohttp.ClientSession | None = None
     ) -> None:
         self.config = config
-        self.server = config.server.rstrip("/")
+        self.servers = [url.rstrip("/") for url in (config.server, *config.other_servers)]
+        self._current = 0
         self._session = session
         self._owns_session = session is None
         self._limiter = (
@@ -64,6 +72,26 @@ class Transport:
         if config.token:
             headers["Authorization"] = f"Bearer {config.token}"
         self._headers = headers
+
+    @property
+    def server(self) -> str:
+        """The apiserver requests go to now."""
+        return self.servers[self._current]
+
+    def _fail_over(self, failed: str, exc: BaseException) -> bool:
+        """Turn to the next apiserver after ``failed`` could not be reached (unless another
+        request already turned); False when there is no other."""
+        if len(self.servers) == 1:
+            return False
+        if self.server == failed:
+            self._current = (self._current + 1) % len(self.servers)
+            log.warning(
+                "apiserver %s cannot be reached (%s); turning to %s",
+                failed,
+                exc or type(exc).__name__,
+                self.server,
+            )
+        return True
 
     @property
     def session(self) -> aiohttp.ClientSession:
@@ -118,16 +146,21 @@ class Transport:
         idempotent = method == "GET" if idempotent is None else idempotent
         data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
         headers = {"Content-Type": content_type} if data is not None else None
-        attempts = 1 + max(0, self.config.read_retries)
+        attempts = 1 + max(0, self.config.read_retries, len(self.servers) - 1)
         backoff = Backoff(READ_RETRY)
         for attempt in range(1, attempts + 1):
+            server = self.server
             try:
                 answer, error, hint = await self._send(
                     method, path, params=params, data=data, headers=headers
                 )
             except (TimeoutError, aiohttp.ClientConnectionError) as exc:
-                if not idempotent or attempt == attempts:
+                never_sent = isinstance(exc, aiohttp.ClientConnectorError)
+                turned = self._fail_over(server, exc)
+                if (not idempotent and not never_sent) or attempt == attempts:
                     raise ApiUnreachable(f"{method} {path}: {exc or type(exc).__name__}") from exc
+                if turned and never_sent:
+                    continue  # nothing reached the failed one: try the next one at once
                 what = f"failed ({exc or type(exc).__name__})"
                 hint = None
             else:
@@ -161,9 +194,11 @@ class Transport:
         async def opener() -> aiohttp.ClientResponse:
             if self._limiter is not None:
                 await self._limiter.acquire()
+            server = self.server
             try:
-                resp = await self.session.get(self.server + path, params=params, timeout=timeout)
+                resp = await self.session.get(server + path, params=params, timeout=timeout)
             except (TimeoutError, aiohttp.ClientConnectionError) as exc:
+                self._fail_over(server, exc)
                 raise ApiUnreachable(f"watch {path}: {exc or type(exc).__name__}") from exc
             if resp.status >= 400:
                 try:

@@ -283,9 +283,9 @@ def add_server_flag(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -
         action=_ServerUrls,
         default=None,
         metavar="URL[,URL...]",
-        help="apiserver URL(s), comma-separated and/or repeated; the first is used for now "
-        "(overrides the kubeconfig's server; default: http://127.0.0.1:8080 when no "
-        "kubeconfig is given)",
+        help="apiserver URL(s), comma-separated and/or repeated; the next is used when one "
+        "cannot be reached (overrides the kubeconfig's server; default: "
+        "http://127.0.0.1:8080 when no kubeconfig is given)",
     )
 
 

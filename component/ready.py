@@ -7,13 +7,14 @@ So, on stderr, flushed, one line each::
     kubelite: <component> <endpoint> listening on <scheme>://<host>:<port>
     kubelite: <component> ready
 
-* ``component``: ``apiserver``, ``scheduler``, ``controller-manager``, ``kubelet``, ``proxy``
-  or ``dns``;
+* ``component``: ``apiserver``, ``scheduler``, ``controller-manager``, ``kubelet``, ``proxy``,
+  ``dns`` or ``front``;
 * ``endpoint``: ``api`` (the apiserver's plain-HTTP port), ``secure`` (its HTTPS port),
   ``health`` (the health/metrics
   server), ``server`` (the kubelet's logs/exec server, 10250), ``dns`` (the DNS server's
-  UDP and TCP port);
-* ``scheme``: ``http`` for HTTP servers, ``https`` for TLS ones, ``dns`` for the DNS server;
+  UDP and TCP port), ``front`` (the front's TCP port before the apiservers);
+* ``scheme``: ``http`` for HTTP servers, ``https`` for TLS ones, ``dns`` for the DNS server,
+  ``tcp`` for a plain TCP relay (the front);
 * a ``listening`` line is printed once the socket is bound, for each endpoint;
 * ``ready`` once every endpoint listens and the component has started its work (its tasks run;
   it has not necessarily synced with the apiserver yet — ``/readyz`` says that).
@@ -41,13 +42,13 @@ __all__ = [
     "ready_line",
 ]
 
-COMPONENTS = ("apiserver", "scheduler", "controller-manager", "kubelet", "proxy", "dns")
-ENDPOINTS = ("api", "secure", "health", "server", "dns")
+COMPONENTS = ("apiserver", "scheduler", "controller-manager", "kubelet", "proxy", "dns", "front")
+ENDPOINTS = ("api", "secure", "health", "server", "dns", "front")
 
 _COMPONENT = "|".join(re.escape(c) for c in COMPONENTS)
 _LISTENING = re.compile(
     rf"kubelite: (?P<component>{_COMPONENT}) (?P<endpoint>{'|'.join(ENDPOINTS)}) listening on "
-    r"(?P<scheme>https|http|dns)://(?:\[(?P<ipv6>[^\]]+)\]|(?P<host>[^\s:/\[\]]+)):(?P<port>\d+)$"
+    r"(?P<scheme>https|http|dns|tcp)://(?:\[(?P<ipv6>[^\]]+)\]|(?P<host>[^\s:/\[\]]+)):(?P<port>\d+)$"
 )
 _READY = re.compile(rf"kubelite: (?P<component>{_COMPONENT}) ready$")
 

@@ -8,6 +8,8 @@ the others. Here, one function per component turns typed options into a ``Comman
   ``proxy(...)``, ``dns(...)``; ``node(kubelet(...), ...)``: a node's kubelet and proxy under
   one supervisor (``kubelite node``, what each compose node runs);
 * ``certs_init(...)``: the PKI the compose file's one-shot ``pki`` service makes;
+* ``etcd_member(...)``: one etcd member (``kubelite etcd member``, which execs etcd);
+  ``front(...)``: the L4 front before several apiservers (``kubelite front``);
 * ``Command.python()``: ``[sys.executable, "-m", "services.<name>", *flags]`` — what
   ``kubelite up``, the tests and the benchmarks run;
 * ``Command.kubelite()``: ``["<sub-command>", *flags]`` — what follows ``kubelite`` (the
@@ -38,6 +40,8 @@ __all__ = [
     "certs_init",
     "controller_manager",
     "dns",
+    "etcd_member",
+    "front",
     "kubelet",
     "node",
     "proxy",
@@ -53,9 +57,12 @@ MODULES = {
     "dns": "services.dns",
     "node": "kubelite.node",
     "certs": "kubelite.cluster_pki",
+    "etcd": "kubelite.etcd_cli",
+    "front": "services.front",
 }
 """Sub-command (and ready-line component name) -> the module ``python -m`` runs (``node`` prints
-no ready line of its own: its kubelet and proxy print theirs)."""
+no ready line of its own: its kubelet and proxy print theirs; ``etcd`` becomes etcd itself,
+whose own log line "ready to serve client requests" says it is ready)."""
 
 Value = str | int | float | bool | Path | Sequence[str] | None
 
@@ -363,3 +370,47 @@ def certs_init(
         *_flags(("server", server), ("service-cluster-ip-range", service_cluster_ip_range)),
     ]
     return Command("certs", tuple(args))
+
+
+def etcd_member(
+    *,
+    name: str,
+    data_dir: Path | str,
+    client_url: str,
+    peer_url: str,
+    initial_cluster: Sequence[str] | None = None,
+) -> Command:
+    """``kubelite etcd member``: one etcd member (``initial_cluster``: ``name=peer-url`` of
+    every member; none: a cluster of one)."""
+    args = _flags(
+        ("name", name),
+        ("data-dir", data_dir),
+        ("client-url", client_url),
+        ("peer-url", peer_url),
+        ("initial-cluster", initial_cluster),
+    )
+    return Command("etcd", ("member", *args))
+
+
+def front(
+    *,
+    backends: Sequence[str],
+    bind_address: str | None = None,
+    port: int | None = None,
+    health_scheme: str | None = None,
+    healthz_bind_address: str | None = None,
+    healthz_port: int | None = None,
+    log_level: str | None = None,
+    verbosity: int | None = None,
+    extra: Sequence[str] = (),
+) -> Command:
+    """``kubelite front``: one address for several apiservers (``backends``: ``host:port``)."""
+    args = _flags(
+        ("backends", backends),
+        ("bind-address", bind_address),
+        ("port", port),
+        ("health-scheme", health_scheme),
+        ("healthz-bind-address", healthz_bind_address),
+        ("healthz-port", healthz_port),
+    )
+    return Command("front", (*args, *_log(log_level, verbosity), *extra))

@@ -48,7 +48,7 @@ STOP_GRACE = 15.0
 
 _LISTENING = re.compile(
     rb"kubelite: (?P<component>[a-z-]+) (?P<endpoint>[a-z]+) listening on "
-    rb"(?:https|http|dns)://(?P<host>[^\s:/]+):(?P<port>\d+)"
+    rb"(?:https|http|dns|tcp)://(?P<host>[^\s:/]+):(?P<port>\d+)"
 )
 _READY = re.compile(rb"kubelite: (?P<component>[a-z-]+) ready\b")
 

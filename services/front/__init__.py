@@ -1,0 +1,1 @@
+"""``kubelite front``: one TCP address before several apiservers (``service.FrontService``)."""

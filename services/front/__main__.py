@@ -1,0 +1,5 @@
+import sys
+
+from services.front.main import main
+
+sys.exit(main())
