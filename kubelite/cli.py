@@ -22,6 +22,8 @@ COMMANDS: dict[str, str] = {
     "node": "kubelite.node",
     "up": "kubelite.up",
     "certs": "kubelite.cluster_pki",
+    "etcd": "kubelite.etcd_cli",
+    "front": "services.front.main",
 }
 
 USAGE = """usage: kubelite <command> [flags]
@@ -34,6 +36,9 @@ commands:
   proxy                forwards Service addresses to ready endpoints (kube-proxy's job)
   dns                  cluster.local names from Services and pods (CoreDNS's job)
   node                 one node's kubelet and proxy, supervised (what a node container runs)
+  front                one TCP address before several apiservers (HAProxy's job in kubeadm HA)
+  etcd member          run one etcd member (--name, --data-dir, --initial-cluster)
+  etcd snapshot        save FILE from a running etcd, or restore FILE into a new --data-dir
   up                   the whole cluster as supervised processes
   certs init           make a cluster's CA, certificates and kubeconfigs (--node, --server)
   certs rotate         re-issue a cluster's certificates from its CA (--state-dir)

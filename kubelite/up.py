@@ -48,6 +48,18 @@ it may do; ``up`` itself watches the nodes as the admin. With ``--port -1`` the 
 is closed, so nothing can fall back to it; with ``--secure-port -1`` everything uses the
 plain port, unauthenticated.
 
+**etcd and high availability.** ``--store etcd`` starts a local etcd member first (``kubelite
+etcd member``, data in ``<state-dir>/etcd/etcd-1``, ports ``--etcd-port`` and the next one),
+supervised and restarted like every child and stopped last; the apiserver uses it. ``--ha``
+starts three members as one cluster (``--initial-cluster`` on loopback ports), three
+apiservers on the bind address + 1, + 2 and + 3 — all at the same port numbers, so the
+``kubernetes`` Service's endpoints name them as Kubernetes' do — then ``kubelite front`` on
+the bind address itself at the port the kubeconfigs name (``https://<bind-address>:6443``), and
+two schedulers and two controller-managers with ``--leader-elect``: every component and
+kubectl reach the API through the front, which skips an apiserver that is down, and the
+standbys take over within a lease duration when a leader dies. A port given as 0 is picked
+once, before the first start, so restarted children come back on the same addresses.
+
 All state lives under ``--state-dir`` (the SQLite store, each kubelet's pod state), so a second
 ``kubelite up`` on the same directory resumes the cluster as it was: same objects, and the pods'
 containers started again in place (same pod IPs) by their kubelets. Each cluster's pod
@@ -70,6 +82,7 @@ import hashlib
 import ipaddress
 import json
 import os
+import socket
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -101,10 +114,12 @@ __all__ = [
 STOP_ORDER = (
     ("kubelet",),
     ("controller-manager", "scheduler", "proxy", "dns"),
+    ("front",),
     ("apiserver",),
+    ("etcd",),
 )
 """How ``up`` stops: kubelets first (they stop their pods), then the controllers, the proxy
-and the DNS, then the apiserver they all talk to."""
+and the DNS, then the front, the apiservers they all talk to, and etcd last."""
 # How long each child gets to exit after SIGTERM before SIGKILL. Kubelets stop their pods'
 # processes on the way out (SIGTERM, then SIGKILL after 10 s), so they get longer.
 STOP_GRACE = {"kubelet": 20.0}
@@ -112,6 +127,14 @@ HEARTBEAT_SLACK = timedelta(seconds=2)
 """A node's Ready heartbeat counts as this run's if it is no older than the start minus this
 (heartbeats have one-second resolution on the wire)."""
 STORE_SCHEMES = ("memory://", "sqlite://", "etcd://")
+LOCAL_ETCD = "etcd"
+"""``--store etcd``: a local etcd member that ``up`` starts (``--ha``: three)."""
+HA_APISERVERS = 3
+HA_ETCD_MEMBERS = 3
+HA_STANDBYS = 2
+"""``--ha`` runs this many schedulers and controller-managers; leader election picks who works."""
+ETCD_READY_LINE = "ready to serve client requests"
+"""etcd's own log line once it serves clients (a member of a cluster: once it has a quorum)."""
 RELIST_PAUSE = 0.5
 """Seconds before listing nodes again after the node watch broke (the apiserver restarting)."""
 
@@ -142,6 +165,16 @@ class Options:
     proxy_port: int = 10256
     dns_health_port: int = 8181
     secure_port: int = 6443
+    etcd_ports: tuple[tuple[int, int], ...] = ()
+    """(client, peer) port of each local etcd member ``up`` starts (none: ``--store`` names
+    an external store)."""
+    apiservers: int = 1
+    standbys: int = 1
+    """How many schedulers and controller-managers run (more than one: leader election)."""
+
+    @property
+    def ha(self) -> bool:
+        return self.apiservers > 1
 
     @property
     def server(self) -> str:
@@ -196,8 +229,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--store",
         default=None,
-        help="store URL: memory://, sqlite:///path.db, etcd://host:2379 "
+        help="store URL: memory://, sqlite:///path.db, etcd://host:2379[,host:port...], or "
+        "etcd: a local etcd member up starts, its data in <state-dir>/etcd "
         "(default sqlite:///<state-dir>/kubelite.db)",
+    )
+    p.add_argument(
+        "--etcd-port",
+        type=port,
+        default=2379,
+        help="client port of the local etcd member (--store etcd); its peer port is the next "
+        "one; with --ha the members use this port, +2 and +4; 0 picks free ports "
+        "(default 2379)",
+    )
+    p.add_argument(
+        "--ha",
+        action="store_true",
+        help="run highly available: 3 etcd members, 3 apiservers (on the bind address + 1, "
+        "+ 2, + 3) behind the front on the bind address, 2 schedulers and 2 "
+        "controller-managers with leader election; needs a fresh --state-dir",
     )
     p.add_argument(
         "--kubelet-port",
@@ -271,29 +320,115 @@ def parse_options(argv: Sequence[str]) -> Options:
             parser.error(f"--nodes {ns.nodes}: {exc}")
     if ns.port == -1 and ns.secure_port == -1:
         parser.error("--port -1 with --secure-port -1: the apiserver would serve nothing")
-    if ns.store is not None and not ns.store.startswith(STORE_SCHEMES):
-        parser.error(f"--store {ns.store!r}: expected one of {', '.join(STORE_SCHEMES)}")
+    local_etcd = ns.store == LOCAL_ETCD or (ns.ha and ns.store is None)
+    if ns.store is not None and not local_etcd and not ns.store.startswith(STORE_SCHEMES):
+        parser.error(
+            f"--store {ns.store!r}: expected {LOCAL_ETCD} or one of {', '.join(STORE_SCHEMES)}"
+        )
+    if ns.ha and not local_etcd:
+        parser.error("--ha starts its own etcd members: leave --store out (or say etcd)")
     state_dir = Path(ns.state_dir).resolve()
-    store = ns.store or f"sqlite://{state_dir / 'kubelite.db'}"
+    etcd_ports: tuple[tuple[int, int], ...] = ()
+    if local_etcd:
+        etcd_ports = local_etcd_ports(ns.etcd_port, HA_ETCD_MEMBERS if ns.ha else 1)
+        store = etcd_url(etcd_ports)
+    else:
+        store = ns.store or f"sqlite://{state_dir / 'kubelite.db'}"
+    port, secure_port = ns.port, ns.secure_port
+    if ns.ha:
+        try:
+            addresses = ha_apiserver_addresses(ns.bind_address)
+        except ValueError as exc:
+            parser.error(f"--ha: {exc}")
+        port, secure_port = (
+            shared_free_port([ns.bind_address, *addresses]) if chosen == 0 else chosen
+            for chosen in (ns.port, ns.secure_port)
+        )
     return Options(
         state_dir=state_dir,
-        port=ns.port,
+        port=port,
         bind_address=ns.bind_address,
         nodes=ns.nodes,
         runtime=ns.runtime,
         store=store,
+        etcd_ports=etcd_ports,
+        apiservers=HA_APISERVERS if ns.ha else 1,
+        standbys=HA_STANDBYS if ns.ha else 1,
         kubelet_port=ns.kubelet_port,
         scheduler_port=ns.scheduler_port,
         controller_manager_port=ns.controller_manager_port,
         proxy_port=ns.proxy_port,
         dns_health_port=ns.dns_health_port,
-        secure_port=ns.secure_port,
+        secure_port=secure_port,
         pod_cidr=ns.pod_cidr,
         colour=not ns.no_color and sys.stdout.isatty(),
         log_level=ns.log_level,
         ready_timeout=ns.ready_timeout,
         verbosity=ns.verbosity,
     )
+
+
+def _free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def _bindable(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+        return True
+
+
+def shared_free_port(hosts: Sequence[str]) -> int:
+    """A port free on every one of ``hosts`` right now (the front's and the apiservers'
+    addresses share one port number, as apiservers behind one Service do)."""
+    for _ in range(50):
+        chosen = _free_port(hosts[0])
+        if all(_bindable(host, chosen) for host in hosts[1:]):
+            return chosen
+    raise RuntimeError(f"no port is free on all of {', '.join(hosts)}")
+
+
+def local_etcd_ports(base: int, members: int) -> tuple[tuple[int, int], ...]:
+    """(client, peer) ports of each local member: ``base``, ``base + 1`` for the first, and
+    two more for each next one; ``base`` 0 picks free ports (once: restarts reuse them)."""
+    if base == 0:
+        return tuple((_free_port(), _free_port()) for _ in range(members))
+    if base + 2 * members > 65536:
+        raise ValueError(f"--etcd-port {base}: too high for {members} member(s)")
+    return tuple((base + 2 * i, base + 2 * i + 1) for i in range(members))
+
+
+def etcd_url(ports: Sequence[tuple[int, int]]) -> str:
+    return "etcd://" + ",".join(f"127.0.0.1:{client}" for client, _ in ports)
+
+
+def ha_apiserver_addresses(bind_address: str) -> list[str]:
+    """Where ``--ha``'s apiservers listen: the bind address + 1, + 2, + 3 (on loopback, one
+    port number for all of them and the front, which takes the bind address itself)."""
+    try:
+        base = ipaddress.IPv4Address(bind_address)
+    except ValueError:
+        raise ValueError(f"needs an IPv4 --bind-address, not {bind_address!r}") from None
+    if not base.is_loopback:
+        raise ValueError(
+            f"the apiservers listen beside the front on the next loopback addresses; "
+            f"{bind_address} is not a loopback address"
+        )
+    return [str(base + k) for k in range(1, HA_APISERVERS + 1)]
+
+
+def apiserver_addresses(opts: Options) -> list[str]:
+    """The address each apiserver binds: the bind address, or ``--ha``'s own."""
+    return ha_apiserver_addresses(opts.bind_address) if opts.ha else [opts.bind_address]
+
+
+def _numbered(name: str, count: int) -> list[str]:
+    return [name] if count == 1 else [f"{name}-{k}" for k in range(1, count + 1)]
 
 
 def node_names(count: int) -> list[str]:
@@ -386,6 +521,47 @@ def ensure_pki(opts: Options) -> cluster_pki.ClusterPki:
         nodes=node_names(opts.nodes),
         service_cidr=cluster_service_cidr(opts.state_dir),
         bind_address=opts.bind_address,
+        apiserver_names=apiserver_addresses(opts) if opts.ha else (),
+    )
+
+
+def _etcd_children(opts: Options) -> list[tuple[str, commands.Command]]:
+    """One member per port pair, data in ``<state-dir>/etcd/<name>``."""
+    names = [f"etcd-{k}" for k in range(1, len(opts.etcd_ports) + 1)]
+    peers = [f"http://127.0.0.1:{peer}" for _, peer in opts.etcd_ports]
+    cluster = [f"{name}={peer}" for name, peer in zip(names, peers, strict=True)]
+    return [
+        (
+            child,
+            commands.etcd_member(
+                name=name,
+                data_dir=opts.state_dir / "etcd" / name,
+                client_url=f"http://127.0.0.1:{client}",
+                peer_url=peer,
+                initial_cluster=cluster,
+            ),
+        )
+        for child, name, peer, (client, _) in zip(
+            _numbered("etcd", len(names)), names, peers, opts.etcd_ports, strict=True
+        )
+    ]
+
+
+def _front(opts: Options, addresses: Sequence[str]) -> tuple[str, commands.Command]:
+    """``--ha``'s front: the bind address, at the port the kubeconfigs name."""
+    secure = opts.secure_port != -1
+    served = opts.secure_port if secure else opts.port
+    return (
+        "front",
+        commands.front(
+            backends=[f"{address}:{served}" for address in addresses],
+            bind_address=opts.bind_address,
+            port=served,
+            health_scheme="https" if secure else "http",
+            healthz_port=0,
+            log_level=opts.log_level,
+            verbosity=opts.verbosity,
+        ),
     )
 
 
@@ -402,15 +578,17 @@ def plan(opts: Options) -> list[Child]:
     def kubeconfig_of(name: str) -> Path | None:
         return cluster_pki.kubeconfig_path(opts.state_dir, name) if secure else None
 
-    children: list[tuple[str, commands.Command]] = [
+    addresses = apiserver_addresses(opts)
+    children: list[tuple[str, commands.Command]] = _etcd_children(opts)
+    children += [
         (
-            "apiserver",
+            name,
             commands.apiserver(
                 store=opts.store,
                 state_dir=opts.state_dir,
-                bind_address=opts.bind_address,
+                bind_address=address,
                 port=opts.port,
-                secure_bind_address=opts.bind_address,
+                secure_bind_address=address,
                 secure_port=opts.secure_port,
                 tls_cert_file=pki_dir / "apiserver.crt" if secure else None,
                 tls_private_key_file=pki_dir / "apiserver.key" if secure else None,
@@ -425,29 +603,43 @@ def plan(opts: Options) -> list[Child]:
                 log_level=level,
                 verbosity=verbosity,
             ),
-        ),
-        (
-            "controller-manager",
-            commands.controller_manager(
-                server=server,
-                kubeconfig=kubeconfig_of("controller-manager"),
-                healthz_port=opts.controller_manager_port,
-                root_ca_file=pki_dir / "ca.crt" if secure else None,
-                log_level=level,
-                verbosity=verbosity,
-            ),
-        ),
-        (
-            "scheduler",
-            commands.scheduler(
-                server=server,
-                kubeconfig=kubeconfig_of("scheduler"),
-                healthz_port=opts.scheduler_port,
-                log_level=level,
-                verbosity=verbosity,
-            ),
-        ),
+        )
+        for name, address in zip(_numbered("apiserver", len(addresses)), addresses, strict=True)
     ]
+    if opts.ha:
+        children.append(_front(opts, addresses))
+    # several of each (--ha): the first on its port, the others on free ones (shown in the
+    # banner); leader election decides which one works
+    leader_elect = True if opts.standbys > 1 else None
+    for index, name in enumerate(_numbered("controller-manager", opts.standbys)):
+        children.append(
+            (
+                name,
+                commands.controller_manager(
+                    server=server,
+                    kubeconfig=kubeconfig_of("controller-manager"),
+                    healthz_port=opts.controller_manager_port if index == 0 else 0,
+                    leader_elect=leader_elect,
+                    root_ca_file=pki_dir / "ca.crt" if secure else None,
+                    log_level=level,
+                    verbosity=verbosity,
+                ),
+            )
+        )
+    for index, name in enumerate(_numbered("scheduler", opts.standbys)):
+        children.append(
+            (
+                name,
+                commands.scheduler(
+                    server=server,
+                    kubeconfig=kubeconfig_of("scheduler"),
+                    healthz_port=opts.scheduler_port if index == 0 else 0,
+                    leader_elect=leader_elect,
+                    log_level=level,
+                    verbosity=verbosity,
+                ),
+            )
+        )
     names = node_names(opts.nodes)
     children.append(
         (
@@ -595,6 +787,32 @@ class Supervisor(Supervision):
         """Until every child in ``children`` printed its ready line."""
         await asyncio.gather(*(child.ready.wait() for child in children))
 
+    def _note(self, child: Child, text: str) -> None:
+        """etcd prints no kubelite ready line: its own says when it serves clients."""
+        if child.kind == "etcd":
+            if ETCD_READY_LINE in text:
+                child.ready.set()
+            return
+        super()._note(child, text)
+
+    async def _start_and_wait(self, children: Sequence[Child], what: str) -> bool:
+        """Start ``children`` and wait until all are ready (or ``ready_timeout`` passed: then
+        say so and go on); False when asked to stop meanwhile."""
+        for child in children:
+            self._start(child)
+        waiting = asyncio.create_task(
+            asyncio.wait_for(self._all_ready(children), self.opts.ready_timeout),
+            name=f"up:wait-{what}",
+        )
+        try:
+            return await self._until_stopped(waiting)
+        except TimeoutError:
+            self.say(
+                f"{what} not ready after {self.opts.ready_timeout:.0f}s; starting the other "
+                "components anyway — read the logs above"
+            )
+            return True
+
     async def _until_stopped(self, what: asyncio.Task[Any]) -> bool:
         """Wait for ``what`` or a stop request; True when ``what`` finished first."""
         stop = asyncio.create_task(self._stopping.wait(), name="up:stop-requested")
@@ -615,22 +833,17 @@ class Supervisor(Supervision):
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.opts.ready_timeout
         since = datetime.now(UTC) - HEARTBEAT_SLACK
-        apiserver, *others = self.children
-        self._start(apiserver)
-        # the apiserver says when it is ready (its watch caches loaded): an event, not a poll
-        waiting = asyncio.create_task(
-            asyncio.wait_for(apiserver.ready.wait(), self.opts.ready_timeout),
-            name="up:wait-apiserver",
-        )
-        try:
-            if not await self._until_stopped(waiting):
-                return
-        except TimeoutError:
-            self.say(
-                f"the apiserver is not ready after {self.opts.ready_timeout:.0f}s; starting "
-                "the other components anyway — read the logs above"
-            )
-        self._learn_apiserver_port(apiserver)
+        etcd = [c for c in self.children if c.kind == "etcd"]
+        apiservers = [c for c in self.children if c.kind == "apiserver"]
+        others = [c for c in self.children if c.kind not in ("etcd", "apiserver")]
+        # etcd first (a cluster's members become ready together, once they have a quorum),
+        # then the apiservers (ready once their watch caches loaded): events, not polls
+        if etcd and not await self._start_and_wait(etcd, "etcd"):
+            return
+        if not await self._start_and_wait(apiservers, "the apiserver"):
+            return
+        if not self.opts.ha:
+            self._learn_apiserver_port(apiservers[0])
         await asyncio.to_thread(self._write_kubeconfigs, kubeconfig_path)
         for child in others:
             self._start(child)
@@ -723,8 +936,20 @@ class Supervisor(Supervision):
         opts = self.opts
         nodes = ", ".join(node_names(opts.nodes)) or "no nodes"
         api = opts.server if opts.port != -1 else opts.secure_server
+        if opts.ha:  # the front is on the bind address, the apiservers beside it
+            first = apiserver_addresses(opts)[0]
+            api = f"http://{first}:{opts.port}" if opts.port != -1 else opts.secure_server
         lines = [
             f"kubelite is up: API at {api} ({nodes} Ready)",
+            *(
+                [
+                    f"highly available: {len(opts.etcd_ports)} etcd members, {opts.apiservers} "
+                    f"apiservers behind the front at {self._front_url()}, {opts.standbys} "
+                    "schedulers and controller-managers (leader election)"
+                ]
+                if opts.ha
+                else []
+            ),
             *(
                 [f"secure API at {opts.secure_server} (TLS; the kubeconfig's server)"]
                 if opts.secure_port != -1 and opts.port != -1
@@ -747,9 +972,20 @@ class Supervisor(Supervision):
         for line in lines:
             self.say(line)
 
+    def _front_url(self) -> str:
+        opts = self.opts
+        return opts.secure_server if opts.secure_port != -1 else opts.server
+
     def _endpoint_lines(self) -> list[str]:
         width = max(len(c.name) for c in self.children)
-        paths = {"api": "", "secure": "", "health": "/healthz", "server": "/healthz", "dns": ""}
+        paths = {
+            "api": "",
+            "secure": "",
+            "health": "/healthz",
+            "server": "/healthz",
+            "dns": "",
+            "front": "",
+        }
         lines = []
         for child in self.children:
             for endpoint, where in sorted(child.endpoints.items()):
