@@ -190,6 +190,12 @@ async def run_tls_create(ctx: Context) -> list[Figure]:
     return await tls_create.run(ctx)
 
 
+async def run_ha_e2e(ctx: Context) -> list[Figure]:
+    from bench import ha_e2e
+
+    return await ha_e2e.run(ctx)
+
+
 async def run_audit_cost(ctx: Context) -> list[Figure]:
     from bench import audit_cost
 
@@ -228,6 +234,9 @@ def build_registry() -> Registry:
         Scenario("audit-cost", "api", run_audit_cost,
                  "ConfigMap creates/s with an audit policy (Metadata, RequestResponse) beside "
                  "none"),
+        Scenario("e2e-etcd-1-vs-3-apiservers", "e2e", run_ha_e2e,
+                 "RC of 1,000 pods on 100 sim nodes on etcd: 1 apiserver beside 3 behind "
+                 "kubelite front (pods/s ratio)", quick=False),
         Scenario("e2e-1000x1000", "e2e", rc_scenario(pods=1000, nodes=1000),
                  "RC of 1,000 pods on 1,000 sim nodes", quick=False),
         Scenario("e2e-10000x100", "e2e", rc_scenario(pods=10_000, nodes=100),

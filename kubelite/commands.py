@@ -378,6 +378,7 @@ def etcd_member(
     data_dir: Path | str,
     client_url: str,
     peer_url: str,
+    listen_address: str | None = None,
     initial_cluster: Sequence[str] | None = None,
 ) -> Command:
     """``kubelite etcd member``: one etcd member (``initial_cluster``: ``name=peer-url`` of
@@ -387,6 +388,7 @@ def etcd_member(
         ("data-dir", data_dir),
         ("client-url", client_url),
         ("peer-url", peer_url),
+        ("listen-address", listen_address),
         ("initial-cluster", initial_cluster),
     )
     return Command("etcd", ("member", *args))

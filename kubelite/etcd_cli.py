@@ -6,7 +6,7 @@ that restores, as ``etcdctl snapshot save|restore`` gives Kubernetes' operators.
 sub-commands:
 
 * ``kubelite etcd member --name N --data-dir D --client-url URL --peer-url URL
-  [--initial-cluster n1=URL,n2=URL,...]`` replaces itself (``exec``) with Debian's ``etcd``
+  [--listen-address ADDR] [--initial-cluster n1=URL,n2=URL,...]`` replaces itself (``exec``) with Debian's ``etcd``
   (``ETCD_BINARY`` names another): the supervisor's SIGTERM or SIGKILL reaches etcd itself,
   and etcd's own log line "ready to serve client requests" says when it serves. Without
   ``--initial-cluster`` the member is a cluster of one. A member whose data dir already holds
@@ -38,6 +38,7 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 
@@ -54,12 +55,21 @@ def etcd_binary() -> str:
     return found
 
 
+def _listen(url: str, address: str | None) -> str:
+    """``url`` with its host replaced by ``address`` (etcd listens on addresses, not names)."""
+    if address is None:
+        return url
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(netloc=f"{address}:{parts.port}"))
+
+
 def member_argv(
     *,
     name: str,
     data_dir: Path | str,
     client_url: str,
     peer_url: str,
+    listen_address: str | None = None,
     initial_cluster: str | None = None,
     initial_cluster_token: str = "kubelite",
 ) -> list[str]:
@@ -67,9 +77,9 @@ def member_argv(
     return [
         f"--name={name}",
         f"--data-dir={data_dir}",
-        f"--listen-client-urls={client_url}",
+        f"--listen-client-urls={_listen(client_url, listen_address)}",
         f"--advertise-client-urls={client_url}",
-        f"--listen-peer-urls={peer_url}",
+        f"--listen-peer-urls={_listen(peer_url, listen_address)}",
         f"--initial-advertise-peer-urls={peer_url}",
         f"--initial-cluster={initial_cluster or f'{name}={peer_url}'}",
         f"--initial-cluster-token={initial_cluster_token}",
@@ -83,6 +93,7 @@ def _member(args: argparse.Namespace) -> int:
         data_dir=args.data_dir,
         client_url=args.client_url,
         peer_url=args.peer_url,
+        listen_address=args.listen_address,
         initial_cluster=args.initial_cluster,
         initial_cluster_token=args.initial_cluster_token,
     )
@@ -214,6 +225,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--client-url",
         default="http://127.0.0.1:2379",
         help="where the member serves clients (default http://127.0.0.1:2379)",
+    )
+    member.add_argument(
+        "--listen-address",
+        default=None,
+        help="the address to listen on at the URLs' ports, when the URLs name a host that "
+        "others resolve (a compose service's name; default: the URLs' own hosts)",
     )
     _add_cluster_flags(member)
     snapshot = commands.add_parser("snapshot", help="save or restore a snapshot")

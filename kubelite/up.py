@@ -963,7 +963,7 @@ class Supervisor(Supervision):
             "  kubectl get nodes -o wide",
             "  kubectl run web --image=nginx && kubectl get pods -o wide -w",
             *(
-                [f"  curl -s {opts.server}/api/v1/namespaces/default/pods"]
+                [f"  curl -s {api}/api/v1/namespaces/default/pods"]
                 if opts.port != -1
                 else []
             ),

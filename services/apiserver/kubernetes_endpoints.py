@@ -10,7 +10,7 @@ How several apiservers share it (Kubernetes' ``pkg/controlplane/reconcilers/leas
 Lease object where Kubernetes keeps a TTL'd etcd key): every ``interval`` seconds (10, as
 Kubernetes) each apiserver
 
-1. renews its own Lease ``kube-system/apiserver-<address>-<port>`` (label
+1. renews its own Lease ``kube-system/apiserver-<host>-<address>-<port>`` (label
    ``k8s.io/component: kube-apiserver``, ``spec.leaseDurationSeconds`` 15 as Kubernetes'
    lease TTL, its ``address:port`` in the annotation ``kubelite.io/advertise-address``);
 2. lists those Leases and keeps the ones renewed within their duration — the live apiservers;
@@ -36,6 +36,8 @@ import asyncio
 import copy
 import ipaddress
 import logging
+import re
+import socket
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -80,9 +82,13 @@ def advertised_address(bind_address: str) -> str:
     return bind_address
 
 
-def lease_name(address: str, port: int) -> str:
-    """``apiserver-<address>-<port>`` (an IPv6 address's colons become dashes)."""
-    return f"apiserver-{address.replace(':', '-')}-{port}"
+def lease_name(address: str, port: int, *, host: str | None = None) -> str:
+    """``apiserver-<host>-<address>-<port>``: unique for apiservers on one machine (their
+    addresses differ) and in containers (their host names differ, their address may be the
+    same loopback one). Characters a Lease name cannot hold become dashes."""
+    host = socket.gethostname() if host is None else host
+    raw = f"apiserver-{host}-{address}-{port}".lower()
+    return re.sub(r"[^a-z0-9.-]", "-", raw)[:253].strip("-.")
 
 
 def _groups(addresses: Iterable[Address]) -> list[tuple[int, list[str]]]:

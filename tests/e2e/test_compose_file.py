@@ -7,7 +7,9 @@ sub-command whose flags parse with that component's own argument parser, with po
 agreeing across services (a node runs ``kubelite node``: its kubelet's flags and the proxy it
 derives from them are both checked, and its health check asks both). Every component reaches
 the apiserver's secure port with a kubeconfig the one-shot ``pki`` service wrote into the
-volume it mounts read-only, and starts only after that service completed.
+volume it mounts read-only, and starts only after that service completed. The ``ha``
+profile's services (a second, highly available cluster) are checked the same way, and to agree
+with each other: one etcd cluster, every apiserver on all of it, the front before every one.
 """
 
 from __future__ import annotations
@@ -29,8 +31,21 @@ COMPOSE = ROOT / "docker-compose.yml"
 
 
 @pytest.fixture(scope="module")
-def compose() -> dict:
+def whole() -> dict:
     return yaml.safe_load(COMPOSE.read_text())
+
+
+@pytest.fixture(scope="module")
+def compose(whole: dict) -> dict:
+    """The file as ``docker compose up`` runs it: the services of no profile."""
+    services = {n: s for n, s in whole["services"].items() if not s.get("profiles")}
+    return {**whole, "services": services}
+
+
+@pytest.fixture(scope="module")
+def ha(whole: dict) -> dict:
+    """The ``ha`` profile's services (``docker compose --profile ha up``)."""
+    return {n: s for n, s in whole["services"].items() if "ha" in (s.get("profiles") or [])}
 
 
 def test_compose_schema_is_valid() -> None:
@@ -212,13 +227,126 @@ def test_the_image_runs_the_kubelite_command() -> None:
     assert "curl" in dockerfile  # the health checks run curl inside the container
 
 
-def test_every_service_is_reachable_only_as_published_on_loopback(compose: dict) -> None:
-    for name, service in compose["services"].items():
+def test_every_service_is_reachable_only_as_published_on_loopback(whole: dict) -> None:
+    for name, service in whole["services"].items():
         assert "network_mode" not in service, name  # no host networking
         for port in service.get("ports", []):
             assert str(port).startswith("127.0.0.1:"), (name, port)
-        assert name == "pki" or service["healthcheck"]["test"][0] == "CMD", name
-    named = set(compose["volumes"])
-    for name, service in compose["services"].items():
+        assert name in ("pki", "ha-pki") or service["healthcheck"]["test"][0] == "CMD", name
+    named = set(whole["volumes"])
+    for name, service in whole["services"].items():
         for volume in service.get("volumes", []):
             assert volume.split(":", 1)[0] in named, (name, volume)  # named, never a host path
+
+
+HA_MEMBERS = ("etcd1", "etcd2", "etcd3")
+HA_APISERVERS = ("ha-apiserver1", "ha-apiserver2", "ha-apiserver3")
+
+
+def _ha_expected() -> dict[str, commands.Command]:
+    """The ``ha`` profile's settings, through ``kubelite.commands``."""
+    pki, kubeconfigs = Path("/pki/pki"), Path("/pki/kubeconfigs")
+    service_range = "127.129.0.0/16"
+    cluster = [f"{m}=http://ha-{m}:2380" for m in HA_MEMBERS]
+    store = "etcd://" + ",".join(f"ha-{m}:2379" for m in HA_MEMBERS)
+    expected = {
+        "ha-pki": commands.certs_init(
+            state_dir="/pki",
+            nodes=["ha-node1"],
+            apiserver_names=["ha-front", *HA_APISERVERS],
+            server="https://ha-front:6443",
+            service_cluster_ip_range=service_range,
+        ),
+        **{
+            f"ha-{m}": commands.etcd_member(
+                name=m,
+                data_dir="/var/lib/etcd",
+                client_url=f"http://ha-{m}:2379",
+                peer_url=f"http://ha-{m}:2380",
+                listen_address="0.0.0.0",
+                initial_cluster=cluster,
+            )
+            for m in HA_MEMBERS
+        },
+        **{
+            name: commands.apiserver(
+                store=store,
+                state_dir="/var/lib/kubelite",
+                secure_port=6443,
+                tls_cert_file=pki / "apiserver.crt",
+                tls_private_key_file=pki / "apiserver.key",
+                client_ca_file=pki / "ca.crt",
+                service_account_signing_key_file=pki / "sa.key",
+                service_cluster_ip_range=service_range,
+            )
+            for name in HA_APISERVERS
+        },
+        "ha-front": commands.front(
+            backends=[f"{name}:6443" for name in HA_APISERVERS],
+            bind_address="0.0.0.0",
+            port=6443,
+            healthz_port=10258,
+        ),
+        "ha-node1": commands.node(
+            commands.kubelet(
+                kubeconfig=kubeconfigs / "node-ha-node1.conf",
+                node_name="ha-node1",
+                node_ip="ha-node1",
+                runtime="process",
+                state_dir="/var/lib/kubelet",
+                address="0.0.0.0",
+                port=10250,
+                healthz_port=10248,
+            ),
+            proxy_healthz_port=10256,
+            proxy_kubeconfig=kubeconfigs / "proxy.conf",
+        ),
+    }
+    for i in (1, 2):
+        expected[f"ha-controller-manager{i}"] = commands.controller_manager(
+            kubeconfig=kubeconfigs / "controller-manager.conf", healthz_port=10257,
+            leader_elect=True,
+        )  # fmt: skip
+        expected[f"ha-scheduler{i}"] = commands.scheduler(
+            kubeconfig=kubeconfigs / "scheduler.conf", healthz_port=10259, leader_elect=True
+        )
+    return expected
+
+
+def test_the_ha_profile_is_what_the_argv_source_builds(ha: dict) -> None:
+    """3 etcd members, 3 apiservers, the front, 2 + 2 leader-elected standbys, a node."""
+    expected = _ha_expected()
+    assert set(ha) == set(expected)
+    for name, command in expected.items():
+        assert ha[name]["command"] == command.kubelite(), name
+        _parse(ha[name]["command"])  # a real sub-command whose flags parse
+        assert ha[name]["image"] == "kubelite:latest", name
+
+
+def test_the_ha_profile_agrees_with_itself(ha: dict) -> None:
+    """The members form one cluster, the apiservers use all of them, the front relays to
+    every apiserver's secure port, and every kubeconfig names the front, which the
+    certificate names."""
+    members = {name: _parse(ha[f"ha-{name}"]["command"]) for name in HA_MEMBERS}
+    clusters = {m.initial_cluster for m in members.values()}
+    assert len(clusters) == 1
+    assert set(clusters.pop().split(",")) == {f"{n}={m.peer_url}" for n, m in members.items()}
+    apis = [_parse(ha[name]["command"]) for name in HA_APISERVERS]
+    clients = {urlparse(m.client_url).netloc for m in members.values()}
+    for api in apis:
+        assert set(api.store.removeprefix("etcd://").split(",")) == clients
+    front = _parse(ha["ha-front"]["command"])
+    assert [str(b) for b in front.backends] == [f"{n}:{a.secure_port}" for n, a in zip(
+        HA_APISERVERS, apis, strict=True)]  # fmt: skip
+    assert front.port == 6443 and any(p.endswith(":6443") for p in ha["ha-front"]["ports"])
+    pki = _parse(ha["ha-pki"]["command"])
+    url = urlparse(pki.server)
+    assert (url.scheme, url.hostname, url.port) == ("https", "ha-front", front.port)
+    assert {"ha-front", *HA_APISERVERS} <= set(pki.apiserver_name)
+    for name in ("ha-controller-manager1", "ha-controller-manager2", "ha-scheduler1",
+                 "ha-scheduler2"):  # fmt: skip
+        args = _parse(ha[name]["command"])
+        assert args.leader_elect is True and args.server is None, name
+        assert ha[name]["depends_on"]["ha-front"] == {"condition": "service_healthy"}, name
+    for service in ha.values():
+        assert service["profiles"] == ["ha"]
