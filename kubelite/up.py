@@ -962,11 +962,7 @@ class Supervisor(Supervision):
             f"  export KUBECONFIG={kubeconfig_path}",
             "  kubectl get nodes -o wide",
             "  kubectl run web --image=nginx && kubectl get pods -o wide -w",
-            *(
-                [f"  curl -s {api}/api/v1/namespaces/default/pods"]
-                if opts.port != -1
-                else []
-            ),
+            *([f"  curl -s {api}/api/v1/namespaces/default/pods"] if opts.port != -1 else []),
             "Ctrl-C stops the cluster; `kubelite up` again resumes it.",
         ]
         for line in lines:
