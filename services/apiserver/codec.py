@@ -26,8 +26,8 @@ Bodies never stall the event loop for long:
 
 Protobuf object bodies are decoded by ``services.apiserver.protobuf``.
 
-Limits: no protobuf responses or patches, no CBOR, no server-side apply
-(``application/apply-patch+yaml`` is a 415); YAML bodies hold one document. A decode in a thread
+Limits: no protobuf responses or patches, no CBOR (``application/apply-patch+cbor`` is a 415);
+YAML bodies hold one document. A decode in a thread
 is not interrupted when its client goes away; it finishes (bounded, as above) and is dropped.
 """
 
@@ -71,6 +71,8 @@ class PatchType(enum.StrEnum):
     JSON = "application/json-patch+json"
     MERGE = "application/merge-patch+json"
     STRATEGIC = "application/strategic-merge-patch+json"
+    APPLY = "application/apply-patch+yaml"
+    """Server-side apply: the body is the manager's whole configuration (YAML or JSON)."""
 
 
 def dumps(obj: Any) -> bytes:

@@ -115,6 +115,12 @@ def apply_patch(rt: ResourceType, current: Obj, patch_type: PatchType, patch: An
         result: Any = apply_json_patch(current, patch)
     elif patch_type is PatchType.MERGE:
         result = apply_merge_patch(current, patch)
+    elif patch_type is PatchType.APPLY:
+        # server-side apply is the handlers' own step (``apply``) where it is served
+        raise UnsupportedMediaType(
+            "the body of the request was in an unknown format - accepted media types include: "
+            + ", ".join(p.value for p in PatchType if p is not PatchType.APPLY)
+        )
     elif rt.custom is not None:
         # custom kinds have no patch strategies: Kubernetes answers 415 to a strategic merge
         raise UnsupportedMediaType(

@@ -11,8 +11,10 @@ What it owns: ``prepare_for_create``, ``prepare_for_update``, ``prepare_for_stat
 semantic rules as one 422 ``Invalid`` with field causes), and the kind facts handlers ask about (``allows_create_on_update``,
 ``returns_deleted_object``, ``is_graceful``).
 
-Limits: kinds unknown to this module get the generic rules; there is no managedFields tracking
-and no field-level immutability beyond what ``api.validation`` checks.
+managedFields are ``apply``'s: a create keeps those the client sent for it to build on.
+
+Limits: kinds unknown to this module get the generic rules; no field-level immutability beyond
+what ``api.validation`` checks.
 """
 
 from __future__ import annotations
@@ -93,7 +95,7 @@ def prepare_for_create(rt: ResourceType, obj: Obj) -> None:
         raise BadRequest("resourceVersion should not be set on objects to be created")
     meta["uid"] = str(uuid.uuid4())
     meta["creationTimestamp"] = now_time()
-    for key in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink", "managedFields"):
+    for key in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
         meta.pop(key, None)
     if has_spec(rt):
         meta["generation"] = 1

@@ -1,0 +1,630 @@
+"""Field ownership for server-side apply: field sets, FieldsV1, merge, prune and conflicts.
+
+Why: Kubernetes records, on every object, which *manager* owns which field
+(``metadata.managedFields``), so that two writers of one object — a person's ``kubectl apply``,
+an HPA, an operator — learn when they fight over a field instead of silently undoing each other.
+sigs.k8s.io/structured-merge-diff does the work upstream; this module is that engine over plain
+JSON values, with no knowledge of HTTP or of the store.
+
+What it owns:
+
+* ``Shape``: what the schema says about a value — a struct or a map (``x-kubernetes-map-type``
+  granular/atomic), a list that is ``atomic``, a ``set`` or a ``map`` keyed by
+  ``x-kubernetes-list-map-keys`` (with key defaults, as ``ports[].protocol: TCP``).
+  ``shape_from_schema`` reads a CRD's structural schema; ``shape_for_builtin`` reads the
+  strategic-merge tables (``api.patches.schema``) with Kubernetes' own list-map keys where they
+  differ from the patch merge key.
+* Paths in FieldsV1's spelling: a tuple of ``f:<field>``, ``k:<json keys>``, ``v:<json value>``,
+  ``i:<index>`` elements; ``field_set`` (structured-merge-diff's ``ToFieldSet``), ``compare``
+  (added / modified / removed), ``fields_v1`` / ``from_fields_v1`` (the wire form, ``".": {}``
+  marking a node that is itself owned) and ``path_string`` (``.spec.containers[name="app"].image``).
+* ``Managers``: the decoded ``managedFields`` list, keyed by (manager, operation, subresource),
+  with ``update`` (an Update takes the fields it changed from everyone) and ``apply`` (the
+  applier's configuration is its whole intent: fields it applied before and omits now are
+  removed unless someone else owns them; a change to a field another manager owns is a
+  ``ApplyConflicts`` unless forced, which takes it over).
+
+Limits: unions and version conversion of field sets are not modelled (a CRD's versions share
+one schema shape here); Update managers are never collapsed into ``ancient-changes`` as
+Kubernetes does past ten; list items whose keys are missing are addressed by value.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from types import MappingProxyType
+from typing import Any
+
+from api.patches.schema import PatchMeta, for_kind
+
+__all__ = [
+    "APPLY",
+    "UPDATE",
+    "ApplyConflicts",
+    "Comparison",
+    "Conflict",
+    "Managers",
+    "Path",
+    "Shape",
+    "compare",
+    "field_set",
+    "fields_v1",
+    "from_fields_v1",
+    "merge",
+    "path_string",
+    "shape_for_builtin",
+    "shape_from_schema",
+]
+
+Path = tuple[str, ...]
+Obj = dict[str, Any]
+
+APPLY = "Apply"
+UPDATE = "Update"
+
+
+# -- shapes ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """What the schema says about one value (the deduced rules where it says nothing)."""
+
+    fields: Mapping[str, Shape] = field(default_factory=lambda: _NO_SHAPES)
+    elements: Shape | None = None
+    """The shape of a map's values or a list's items."""
+    list_type: str = "atomic"
+    keys: tuple[str, ...] = ()
+    key_defaults: Mapping[str, Any] = field(default_factory=lambda: _NO_DEFAULTS)
+    atomic_map: bool = False
+    is_map: bool = False
+    """A map of arbitrary keys (labels, a schema's ``additionalProperties``), not a struct."""
+    builtin: bool = False
+    """Unknown children get the built-in deduced rules (``labels`` and friends are maps)."""
+
+    def child(self, name: str) -> Shape:
+        found = self.fields.get(name)
+        if found is not None:
+            return found
+        if self.elements is not None and self.is_map:
+            return self.elements
+        if self.builtin:
+            return _BUILTIN_MAP if name in _BUILTIN_MAP_FIELDS else _BUILTIN_DEDUCED
+        return _DEDUCED
+
+    def item(self) -> Shape:
+        if self.elements is not None:
+            return self.elements
+        return _BUILTIN_DEDUCED if self.builtin else _DEDUCED
+
+
+_NO_SHAPES: Mapping[str, Shape] = MappingProxyType({})
+_NO_DEFAULTS: Mapping[str, Any] = MappingProxyType({})
+_DEDUCED = Shape()
+_BUILTIN_DEDUCED = Shape(builtin=True)
+_BUILTIN_MAP = Shape(is_map=True, elements=_DEDUCED)
+
+_BUILTIN_MAP_FIELDS = frozenset(
+    {
+        "labels",
+        "annotations",
+        "data",
+        "binaryData",
+        "stringData",
+        "matchLabels",
+        "nodeSelector",
+        "limits",
+        "requests",
+        "capacity",
+        "allocatable",
+        "hard",
+        "used",
+        "parameters",
+    }
+)
+"""Fields of built-in kinds that are ``map[string]...`` upstream: their keys are owned one by one
+and a new map is itself a member of an Update's fields (``f:labels: {".": {}, ...}``)."""
+
+_BUILTIN_LIST_KEYS: Mapping[tuple[str, str | None], tuple[str, ...]] = MappingProxyType(
+    {
+        ("ports", "containerPort"): ("containerPort", "protocol"),
+        ("ports", "port"): ("port", "protocol"),
+        ("topologySpreadConstraints", "topologyKey"): ("topologyKey", "whenUnsatisfiable"),
+    }
+)
+"""Kubernetes' ``+listMapKey`` markers where they name more keys than the patch merge key."""
+
+_BUILTIN_KEY_DEFAULTS: Mapping[str, Any] = MappingProxyType({"protocol": "TCP"})
+
+
+def _from_patch_meta(name: str, meta: PatchMeta) -> Shape:
+    children = MappingProxyType({k: _from_patch_meta(k, v) for k, v in meta.fields.items()})
+    if not meta.merges:
+        return Shape(fields=children, builtin=True)
+    item = Shape(fields=children, builtin=True)
+    if meta.merge_key is None:
+        return Shape(list_type="set", elements=item, builtin=True)
+    keys = _BUILTIN_LIST_KEYS.get((name, meta.merge_key), (meta.merge_key,))
+    defaults = {k: v for k, v in _BUILTIN_KEY_DEFAULTS.items() if k in keys}
+    return Shape(
+        list_type="map",
+        keys=keys,
+        key_defaults=MappingProxyType(defaults),
+        elements=item,
+        builtin=True,
+    )
+
+
+@cache
+def shape_for_builtin(kind: str) -> Shape:
+    """A built-in kind's shape, from its strategic-merge metadata (other lists are atomic)."""
+    return _from_patch_meta("", for_kind(kind))
+
+
+def shape_from_schema(schema: Mapping[str, Any], *, root: bool = True) -> Shape:
+    """A structural schema's shape (``properties``, ``additionalProperties``, ``items`` and the
+    ``x-kubernetes-*`` list and map types); the root's ``metadata`` follows ObjectMeta's rules."""
+    fields = {k: shape_from_schema(v, root=False) for k, v in _props(schema).items()}
+    if root:
+        fields["metadata"] = shape_for_builtin("").child("metadata")
+    if schema.get("type") == "array":
+        items = schema.get("items")
+        element = shape_from_schema(items, root=False) if isinstance(items, Mapping) else None
+        list_type = str(schema.get("x-kubernetes-list-type") or "atomic")
+        keys = tuple(schema.get("x-kubernetes-list-map-keys") or ())
+        defaults = {
+            k: v["default"]
+            for k, v in _props(items if isinstance(items, Mapping) else {}).items()
+            if k in keys and isinstance(v, Mapping) and "default" in v
+        }
+        return Shape(
+            list_type=list_type if list_type in ("set", "map") else "atomic",
+            keys=keys,
+            key_defaults=MappingProxyType(defaults),
+            elements=element,
+        )
+    additional = schema.get("additionalProperties")
+    atomic = schema.get("x-kubernetes-map-type") == "atomic"
+    if isinstance(additional, Mapping) and not fields:
+        return Shape(
+            elements=shape_from_schema(additional, root=False), is_map=True, atomic_map=atomic
+        )
+    return Shape(fields=MappingProxyType(fields), atomic_map=atomic)
+
+
+def _props(schema: Mapping[str, Any]) -> Mapping[str, Any]:
+    props = schema.get("properties")
+    return props if isinstance(props, Mapping) else {}
+
+
+# -- paths ---------------------------------------------------------------------------------------
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+
+
+def _item_element(shape: Shape, index: int, item: Any) -> str:
+    """The path element naming one item of a ``set`` or ``map`` list."""
+    if shape.list_type == "map" and isinstance(item, Mapping):
+        key = {k: item.get(k, shape.key_defaults.get(k)) for k in shape.keys}
+        key = {k: v for k, v in key.items() if v is not None}
+        if key:
+            return "k:" + _dumps(key)
+    if shape.list_type == "set" or not isinstance(item, Mapping | list):
+        return "v:" + _dumps(item)
+    return f"i:{index}"
+
+
+def _granular_list(shape: Shape, value: Any) -> bool:
+    return isinstance(value, list) and shape.list_type != "atomic" and bool(value)
+
+
+def _granular_map(shape: Shape, value: Any) -> bool:
+    return isinstance(value, dict) and not shape.atomic_map and bool(value)
+
+
+def _items(shape: Shape, value: list[Any]) -> dict[str, Any]:
+    """A granular list's items by path element (a repeated element keeps its first item)."""
+    out: dict[str, Any] = {}
+    for index, item in enumerate(value):
+        out.setdefault(_item_element(shape, index, item), item)
+    return out
+
+
+def field_set(shape: Shape, value: Any, prefix: Path = ()) -> set[Path]:
+    """The fields ``value`` sets (structured-merge-diff's ``ToFieldSet``): leaves, list items,
+    map entries, empty or null values; not the structs on the way to them."""
+    out: set[Path] = set()
+    _collect(shape, value, prefix, out)
+    return out
+
+
+def _collect(shape: Shape, value: Any, path: Path, out: set[Path]) -> None:
+    if _granular_map(shape, value):
+        for key, child in value.items():
+            child_path = (*path, "f:" + key)
+            if child is None or child == {} or (shape.is_map and isinstance(child, dict)):
+                out.add(child_path)
+            _collect(shape.child(key), child, child_path, out)
+    elif _granular_list(shape, value):
+        for element, item in _items(shape, value).items():
+            out.add((*path, element))
+            _collect(shape.item(), item, (*path, element), out)
+    elif path:
+        out.add(path)
+
+
+@dataclass(slots=True)
+class Comparison:
+    """How ``new`` differs from ``old``, as field paths."""
+
+    added: set[Path] = field(default_factory=set)
+    modified: set[Path] = field(default_factory=set)
+    removed: set[Path] = field(default_factory=set)
+
+    @property
+    def changed(self) -> set[Path]:
+        return self.added | self.modified
+
+    def same(self) -> bool:
+        return not (self.added or self.modified or self.removed)
+
+
+def compare(shape: Shape, old: Any, new: Any) -> Comparison:
+    out = Comparison()
+    _compare(shape, old, new, (), out)
+    return out
+
+
+def _subtree(shape: Shape, value: Any, path: Path, *, member: bool) -> set[Path]:
+    paths = field_set(shape, value, path)
+    if member and path:
+        paths.add(path)
+    return paths
+
+
+def _compare(shape: Shape, old: Any, new: Any, path: Path, out: Comparison) -> None:
+    if isinstance(old, dict) and isinstance(new, dict) and not shape.atomic_map and (old or new):
+        for key in {**old, **new}:
+            child_path = (*path, "f:" + key)
+            child = shape.child(key)
+            member = shape.is_map or child.is_map
+            if key not in old:
+                out.added |= _subtree(child, new[key], child_path, member=member)
+            elif key not in new:
+                out.removed |= _subtree(child, old[key], child_path, member=True)
+            else:
+                _compare(child, old[key], new[key], child_path, out)
+        return
+    if (
+        isinstance(old, list)
+        and isinstance(new, list)
+        and shape.list_type != "atomic"
+        and (old or new)
+    ):
+        old_items, new_items = _items(shape, old), _items(shape, new)
+        for element in {**old_items, **new_items}:
+            item_path = (*path, element)
+            if element not in old_items:
+                out.added |= _subtree(shape.item(), new_items[element], item_path, member=True)
+            elif element not in new_items:
+                out.removed |= _subtree(shape.item(), old_items[element], item_path, member=True)
+            else:
+                _compare(shape.item(), old_items[element], new_items[element], item_path, out)
+        return
+    if old != new and path:
+        out.modified.add(path)
+        if isinstance(new, dict | list):
+            out.added |= field_set(shape, new, path) - {path}
+
+
+# -- merge and prune --------------------------------------------------------------------------
+
+
+def merge(shape: Shape, live: Any, config: Any) -> Any:
+    """``config`` merged onto ``live``: structs and granular maps field by field, ``map`` lists
+    item by item on their keys, ``set`` lists as a union, anything else replaced by ``config``."""
+    if isinstance(live, dict) and isinstance(config, dict) and not shape.atomic_map:
+        out = dict(live)
+        for key, value in config.items():
+            if value is None:
+                out.pop(key, None)
+            elif key in live:
+                out[key] = merge(shape.child(key), live[key], value)
+            else:
+                out[key] = copy.deepcopy(value)
+        return out
+    if isinstance(live, list) and isinstance(config, list) and shape.list_type != "atomic":
+        applied = _items(shape, config)
+        merged = []
+        for index, item in enumerate(live):
+            element = _item_element(shape, index, item)
+            if element in applied:
+                merged.append(merge(shape.item(), item, applied.pop(element)))
+            else:
+                merged.append(item)
+        merged.extend(copy.deepcopy(v) for v in applied.values())
+        return merged
+    return copy.deepcopy(config)
+
+
+def _remove(shape: Shape, value: Any, path: Path) -> bool:
+    """Remove the node at ``path`` from ``value`` in place; True when something went."""
+    head, rest = path[0], path[1:]
+    if isinstance(value, dict) and head.startswith("f:"):
+        key = head[2:]
+        if key not in value:
+            return False
+        if not rest:
+            del value[key]
+            return True
+        return _remove(shape.child(key), value[key], rest)
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            if _item_element(shape, index, item) == head:
+                if not rest:
+                    del value[index]
+                    return True
+                return _remove(shape.item(), item, rest)
+    return False
+
+
+def _get(shape: Shape, value: Any, path: Path) -> tuple[bool, Any]:
+    for element in path:
+        if isinstance(value, dict) and element.startswith("f:") and element[2:] in value:
+            shape, value = shape.child(element[2:]), value[element[2:]]
+        elif isinstance(value, list):
+            found = _items(shape, value)
+            if element not in found:
+                return False, None
+            shape, value = shape.item(), found[element]
+        else:
+            return False, None
+    return True, value
+
+
+def _owned_under(owned: set[Path], path: Path) -> bool:
+    return any(p[: len(path)] == path for p in owned)
+
+
+def prune(shape: Shape, obj: Obj, *, drop: set[Path], keep: set[Path]) -> None:
+    """Remove the ``drop`` paths from ``obj`` (outermost first: a list item goes whole, while its
+    keys still name it) unless ``keep`` owns them or anything under them; a struct they leave
+    empty goes too when nobody owns anything in it."""
+    for path in sorted(drop, key=len):
+        if _owned_under(keep, path) or not _remove(shape, obj, path):
+            continue
+        parent = path[:-1]
+        while parent and parent[-1].startswith("f:") and not _owned_under(keep, parent):
+            found, value = _get(shape, obj, parent)
+            if not found or value not in ({}, []):
+                break
+            _remove(shape, obj, parent)
+            parent = parent[:-1]
+
+
+# -- FieldsV1 ------------------------------------------------------------------------------------
+
+
+def fields_v1(paths: Iterable[Path]) -> Obj:
+    """The FieldsV1 tree of a field set (``".": {}`` marks an owned node that has children)."""
+    root: Obj = {}
+    members: list[Path] = []
+    for path in paths:
+        node = root
+        for element in path:
+            node = node.setdefault(element, {})
+        members.append(path)
+    for path in members:
+        node = root
+        for element in path:
+            node = node[element]
+        if node and "." not in node:
+            node["."] = {}
+    return _sorted_tree(root)
+
+
+def _sorted_tree(node: Obj) -> Obj:
+    return {k: _sorted_tree(node[k]) for k in sorted(node)}
+
+
+def from_fields_v1(tree: Any, prefix: Path = ()) -> set[Path]:
+    """The field set a FieldsV1 tree names (leaves, and nodes marked ``"."``)."""
+    out: set[Path] = set()
+    if not isinstance(tree, dict):
+        return out
+    for element, child in tree.items():
+        if element == ".":
+            if prefix:
+                out.add(prefix)
+            continue
+        path = (*prefix, element)
+        if isinstance(child, dict) and child:
+            out |= from_fields_v1(child, path)
+        else:
+            out.add(path)
+    return out
+
+
+def path_string(path: Path) -> str:
+    """A path as structured-merge-diff prints it: ``.spec.ports[containerPort=80,protocol="TCP"]``."""
+    parts = []
+    for element in path:
+        kind, text = element[:1], element[2:]
+        if kind == "f":
+            parts.append("." + text)
+        elif kind == "k":
+            keys = json.loads(text)
+            parts.append("[" + ",".join(f"{k}={_dumps(v)}" for k, v in keys.items()) + "]")
+        elif kind == "v":
+            parts.append(f"[={text}]")
+        else:
+            parts.append(f"[{text}]")
+    return "".join(parts)
+
+
+# -- managers ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Conflict:
+    manager: str
+    """As the conflict message prints it: ``"name"``, or ``"name" using apps/v1`` for Update."""
+    path: Path
+
+
+class ApplyConflicts(Exception):
+    """An apply would change fields other managers own (409 unless forced)."""
+
+    def __init__(self, conflicts: list[Conflict]) -> None:
+        super().__init__(conflict_message(conflicts))
+        self.conflicts = conflicts
+
+
+def conflict_message(conflicts: list[Conflict]) -> str:
+    """Kubernetes' wording: one conflict on one line, several grouped by manager."""
+    if len(conflicts) == 1:
+        only = conflicts[0]
+        return (
+            f"Apply failed with 1 conflict: conflict with {only.manager}: {path_string(only.path)}"
+        )
+    lines: list[str] = []
+    for manager in sorted({c.manager for c in conflicts}):
+        lines.append(f"conflicts with {manager}:")
+        lines += [f"- {path_string(c.path)}" for c in conflicts if c.manager == manager]
+    return f"Apply failed with {len(conflicts)} conflicts: " + "\n".join(lines)
+
+
+Key = tuple[str, str, str]
+"""(manager, operation, subresource): one managedFields entry."""
+
+
+@dataclass(slots=True)
+class Entry:
+    api_version: str
+    time: str | None
+    fields: set[Path]
+
+
+@dataclass(slots=True)
+class Managers:
+    """The managedFields of one object, decoded."""
+
+    entries: dict[Key, Entry] = field(default_factory=dict)
+
+    @classmethod
+    def decode(cls, raw: Any) -> Managers:
+        """Read ``metadata.managedFields``; entries that are not well-formed are dropped."""
+        out = cls()
+        for item in raw if isinstance(raw, list) else []:
+            if not isinstance(item, dict) or item.get("operation") not in (APPLY, UPDATE):
+                continue
+            key = (
+                str(item.get("manager") or ""),
+                item["operation"],
+                str(item.get("subresource") or ""),
+            )
+            out.entries[key] = Entry(
+                api_version=str(item.get("apiVersion") or ""),
+                time=item.get("time") if isinstance(item.get("time"), str) else None,
+                fields=from_fields_v1(item.get("fieldsV1")),
+            )
+        return out
+
+    def encode(self) -> list[Obj]:
+        """The wire list, Apply entries first, then by time and manager (Kubernetes' order)."""
+        ordered = sorted(
+            self.entries.items(),
+            key=lambda kv: (kv[0][1], kv[1].time or "", kv[0][0], kv[0][2]),
+        )
+        out = []
+        for (manager, operation, subresource), entry in ordered:
+            item: Obj = {
+                "manager": manager,
+                "operation": operation,
+                "apiVersion": entry.api_version,
+            }
+            if entry.time:
+                item["time"] = entry.time
+            item["fieldsType"] = "FieldsV1"
+            item["fieldsV1"] = fields_v1(entry.fields)
+            if subresource:
+                item["subresource"] = subresource
+            out.append(item)
+        return out
+
+    def _printed(self, key: Key) -> str:
+        manager, operation, subresource = key
+        printed = json.dumps(manager)
+        if subresource:
+            printed += f" with subresource {json.dumps(subresource)}"
+        if operation == UPDATE:
+            printed += f" using {self.entries[key].api_version}"
+        return printed
+
+    def _take(self, compared: Comparison, *, but: Key, force: bool) -> None:
+        """Others lose what ``compared`` changed or removed; unforced, a change is a conflict."""
+        changed = compared.changed
+        conflicts = [
+            Conflict(self._printed(key), path)
+            for key, entry in sorted(self.entries.items())
+            if key != but
+            for path in sorted(entry.fields & changed)
+        ]
+        if conflicts and not force:
+            raise ApplyConflicts(conflicts)
+        for key, entry in list(self.entries.items()):
+            if key == but:
+                continue
+            entry.fields -= changed | compared.removed
+            if not entry.fields:
+                del self.entries[key]
+
+    def update(
+        self, shape: Shape, old: Any, new: Any, *, key: Key, api_version: str, now: str
+    ) -> None:
+        """Record an Update by ``key``'s manager from ``old`` to ``new`` (tracked parts only)."""
+        compared = compare(shape, old, new)
+        if compared.same():
+            return
+        self._take(compared, but=key, force=True)
+        previous = self.entries.get(key)
+        owned = (previous.fields if previous else set()) - compared.removed | compared.changed
+        self._set(key, owned, api_version=api_version, now=now)
+
+    def apply(
+        self,
+        shape: Shape,
+        live: Any,
+        config: Any,
+        *,
+        key: Key,
+        api_version: str,
+        now: str,
+        force: bool,
+    ) -> Any:
+        """The object after ``key``'s manager applies ``config`` to ``live`` (tracked parts
+        only); raises ``ApplyConflicts`` unless ``force``."""
+        applied = field_set(shape, config)
+        previous = self.entries.get(key)
+        merged = merge(shape, live, config)
+        if previous is not None:
+            others = set().union(*(e.fields for k, e in self.entries.items() if k != key))
+            prune(shape, merged, drop=previous.fields - applied, keep=applied | others)
+        compared = compare(shape, live, merged)
+        self._take(compared, but=key, force=force)
+        changed = previous is None or previous.fields != applied or not compared.same()
+        if changed:
+            self._set(key, applied, api_version=api_version, now=now)
+        return merged
+
+    def _set(self, key: Key, fields: set[Path], *, api_version: str, now: str) -> None:
+        if fields:
+            self.entries[key] = Entry(api_version=api_version, time=now, fields=fields)
+        else:
+            self.entries.pop(key, None)
