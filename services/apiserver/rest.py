@@ -15,8 +15,11 @@ defaults, validation (422), then one compare-and-swap write (``storage``). Reads
 ``fieldValidation`` (Strict/Warn/Ignore) is honoured on create, update and patch
 (``fieldvalidation``: unknown fields rejected, or dropped with a ``Warning`` header, or dropped).
 
-Limits: ``dryRun`` runs everything but the write; ``fieldManager`` is accepted and ignored; no
-server-side apply.
+Every write records its manager's fields in ``metadata.managedFields``; a PATCH of type
+``application/apply-patch+yaml`` is server-side apply, creating the object when it is absent
+(``apply``).
+
+Limits: ``dryRun`` runs everything but the write (a dry-run apply of an absent object is a 404).
 """
 
 from __future__ import annotations
@@ -40,7 +43,8 @@ from services.apiserver import (
     watch,
 )
 from services.apiserver.admission import admit_create
-from services.apiserver.codec import read_object, read_patch
+from services.apiserver.apply import apply_options, apply_to, record_update
+from services.apiserver.codec import PatchType, read_object, read_patch
 from services.apiserver.context import CONTEXT, ApiContext
 from services.apiserver.crd import CUSTOM_TARGET
 from services.apiserver.escalation import check_no_escalation
@@ -183,6 +187,7 @@ async def create(request: web.Request, ctx: ApiContext, target: Target) -> web.R
         await admit_create(ctx, rt, namespace=target.namespace, name=name, obj=obj)
         prepare_for_create(rt, obj)
         default_object(rt, obj)
+        record_update(request, rt, old=None, new=obj)
         validate_object(rt, obj)
         node_restriction.admit(request, _write(target, CREATE, name), obj=obj, old=None)
         await check_no_escalation(request, ctx, rt, obj, user=request_user(request))
@@ -237,6 +242,7 @@ async def update(request: web.Request, ctx: ApiContext, target: Target) -> web.R
         if _allocates(ctx, rt):
             carry_over_allocations(new, current)
         default_object(rt, new)
+        record_update(request, rt, old=current, new=new)
         validate_object(rt, new, old=current)
         node_restriction.admit(request, _write(target, UPDATE, name), obj=new, old=current)
         await check_no_escalation(request, ctx, rt, new, user=request_user(request))
@@ -258,6 +264,7 @@ async def update(request: web.Request, ctx: ApiContext, target: Target) -> web.R
             await admit_create(ctx, rt, namespace=target.namespace, name=name, obj=obj)
             prepare_for_create(rt, obj)
             default_object(rt, obj)
+            record_update(request, rt, old=None, new=obj)
             validate_object(rt, obj)
             node_restriction.admit(request, _write(target, CREATE, name), obj=obj, old=None)
             await check_no_escalation(request, ctx, rt, obj, user=request_user(request))
@@ -283,6 +290,10 @@ async def update(request: web.Request, ctx: ApiContext, target: Target) -> web.R
 async def patch(request: web.Request, ctx: ApiContext, target: Target) -> web.Response:
     rt, name = target.rt, str(target.name)
     patch_type, doc = await read_patch(request)
+    options = apply_options(request, patch_type)
+    applying = patch_type is PatchType.APPLY
+    if applying:
+        check_body_identity(rt, doc, namespace=target.namespace, name=name)
     directive = fieldvalidation.directive_of(request)
     storage = ctx.storage(rt)
     dry_run = is_dry_run(request)
@@ -292,7 +303,10 @@ async def patch(request: web.Request, ctx: ApiContext, target: Target) -> web.Re
 
     async def mutate(current: Obj) -> Obj:
         current_meta = current["metadata"]
-        new = apply_patch(rt, current, patch_type, doc)
+        if applying:
+            new = apply_to(rt, live=current, config=doc, options=options)
+        else:
+            new = apply_patch(rt, current, patch_type, doc)
         warnings[:] = fieldvalidation.check_patched(
             rt, new, current=current, directive=directive, patch_type=patch_type, patch=doc
         )
@@ -304,6 +318,8 @@ async def patch(request: web.Request, ctx: ApiContext, target: Target) -> web.Re
         if _allocates(ctx, rt):
             carry_over_allocations(new, current)
         default_object(rt, new)
+        if not applying:
+            record_update(request, rt, old=current, new=new)
         validate_object(rt, new, old=current)
         node_restriction.admit(request, _write(target, UPDATE, name), obj=new, old=current)
         await check_no_escalation(request, ctx, rt, new, user=request_user(request))
@@ -315,13 +331,32 @@ async def patch(request: web.Request, ctx: ApiContext, target: Target) -> web.Re
             reservations.append(reservation)
         return new
 
+    async def apply_create() -> Obj:
+        """An apply to an absent object creates it from the configuration."""
+        obj = apply_to(rt, live=None, config=doc, options=options)
+        warnings[:] = fieldvalidation.check_object(rt, obj, directive=directive)
+        await admit_create(ctx, rt, namespace=target.namespace, name=name, obj=obj)
+        prepare_for_create(rt, obj)
+        default_object(rt, obj)
+        validate_object(rt, obj)
+        node_restriction.admit(request, _write(target, CREATE, name), obj=obj, old=None)
+        await check_no_escalation(request, ctx, rt, obj, user=request_user(request))
+        reservation = await _reserve(ctx, rt, obj)
+        if reservation is not None:
+            reservations.append(reservation)
+        return obj
+
+    create_missing = apply_create if applying and not dry_run else None
     try:
-        result = await storage.guaranteed_update(target.namespace, name, mutate)
+        result = await storage.guaranteed_update(
+            target.namespace, name, mutate, create=create_missing
+        )
     except BaseException:
         await _settle(reservations, None)
         raise
     await _settle(reservations, result.obj)
-    response = object_response(request, rt, dry[-1] if dry else result.obj)
+    status = 201 if result.created else 200
+    response = object_response(request, rt, dry[-1] if dry else result.obj, status=status)
     return fieldvalidation.add_warnings(response, warnings)
 
 

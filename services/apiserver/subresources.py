@@ -27,6 +27,7 @@ from api.errors import BadRequest, Conflict, Invalid
 from api.meta import now_time
 from api.registry import ResourceType
 from api.selectors import label_selector_from_dict
+from services.apiserver.apply import apply_options, apply_to, record_update
 from services.apiserver.codec import PatchType, json_response, read_object, read_patch
 from services.apiserver.context import ApiContext
 from services.apiserver.custom_objects import (
@@ -106,12 +107,18 @@ async def _write_status(request: web.Request, ctx: ApiContext, target: Target) -
     else:
         patch_type, patch_doc = await read_patch(request)
         body = None
+    options = apply_options(request, patch_type) if patch_type else None
     dry_run = is_dry_run(request)
     dry: list[Obj] = []
 
     async def mutate(current: Obj) -> Obj:
         if body is not None:
             new = copy.deepcopy(body)
+        elif patch_type is PatchType.APPLY and options is not None:
+            check_body_identity(rt, patch_doc, namespace=target.namespace, name=name)
+            new = apply_to(
+                rt, live=current, config=patch_doc, options=options, subresource="status"
+            )
         else:
             assert patch_type is not None
             new = apply_patch(rt, current, patch_type, patch_doc)
@@ -120,6 +127,13 @@ async def _write_status(request: web.Request, ctx: ApiContext, target: Target) -
         if wanted and wanted != current["metadata"].get("resourceVersion"):
             raise storage.conflict(name)
         out = prepare_for_status_update(rt, new, current)
+        if patch_type is PatchType.APPLY:
+            out["metadata"].pop("managedFields", None)
+            out["metadata"].update(
+                {k: v for k, v in new["metadata"].items() if k == "managedFields"}
+            )
+        else:
+            record_update(request, rt, old=current, new=out, subresource="status")
         validate_object(rt, out, old=current)
         write = Write(rt, UPDATE, target.namespace, name, subresource="status")
         admit(request, write, obj=out, old=current)
@@ -305,6 +319,7 @@ async def _write_scale(request: web.Request, ctx: ApiContext, target: Target) ->
             new.setdefault("spec", {})["replicas"] = replicas
             if new["spec"] != current.get("spec"):
                 new["metadata"]["generation"] = int(current["metadata"].get("generation") or 1) + 1
+        record_update(request, rt, old=current, new=new, subresource="scale")
         if dry_run:
             dry.append(new)
             return current
