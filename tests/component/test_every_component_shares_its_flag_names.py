@@ -36,6 +36,8 @@ SHARED = {
     "dns": EVERYWHERE + CLIENTS + HEALTH,
     "node": [],  # passes every other flag to its kubelet (checked there) and its proxy
     "certs": [],  # a tool run once, not a component: no log, client or health flags
+    "etcd": [],  # becomes etcd itself (member) or is a tool (snapshot): etcd's own flags
+    "front": EVERYWHERE + HEALTH,  # relays bytes: not an API client
 }
 
 
