@@ -47,6 +47,11 @@ import base64
 from collections.abc import Callable
 from typing import Any
 
+from api.admissionregistration import (
+    default_policy,
+    default_policy_binding,
+    default_webhook_configuration,
+)
 from api.batch import generate_job_selector
 from api.meta import KubeModel
 from api.quantity import canonical_quantity, parse_quantity
@@ -547,4 +552,8 @@ _BY_KIND: dict[str, Callable[[dict[str, Any]], None]] = {
     "EndpointSlice": _endpoint_slice,
     "RoleBinding": _role_binding,
     "ClusterRoleBinding": _role_binding,
+    "MutatingWebhookConfiguration": default_webhook_configuration,
+    "ValidatingWebhookConfiguration": default_webhook_configuration,
+    "ValidatingAdmissionPolicy": default_policy,
+    "ValidatingAdmissionPolicyBinding": default_policy_binding,
 }

@@ -17,6 +17,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from api.admissionregistration import (
+    MutatingWebhookConfiguration,
+    ValidatingAdmissionPolicy,
+    ValidatingAdmissionPolicyBinding,
+    ValidatingWebhookConfiguration,
+)
 from api.apiextensions import CustomResource, CustomResourceDefinition
 from api.apps import ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet
 from api.authentication import SelfSubjectReview, TokenReview
@@ -294,6 +300,35 @@ def _review_types() -> list[ResourceType]:
             verbs=("create",),
         )
         for group, kind, namespaced, model in kinds
+    ]
+
+
+def _admission_types() -> list[ResourceType]:
+    """admissionregistration.k8s.io/v1: cluster-scoped webhook configurations and policies."""
+    kinds: list[tuple[str, str, type[BaseModel], tuple[Subresource, ...]]] = [
+        ("MutatingWebhookConfiguration", "s", MutatingWebhookConfiguration, ()),
+        ("ValidatingWebhookConfiguration", "s", ValidatingWebhookConfiguration, ()),
+        (
+            "ValidatingAdmissionPolicy",
+            "ies",
+            ValidatingAdmissionPolicy,
+            (_status("ValidatingAdmissionPolicy"),),
+        ),
+        ("ValidatingAdmissionPolicyBinding", "s", ValidatingAdmissionPolicyBinding, ()),
+    ]
+    return [
+        ResourceType(
+            group="admissionregistration.k8s.io",
+            version="v1",
+            kind=kind,
+            plural=kind.lower().removesuffix("y") + suffix,
+            singular=kind.lower(),
+            namespaced=False,
+            model=model,
+            categories=("api-extensions",),
+            subresources=subresources,
+        )
+        for kind, suffix, model, subresources in kinds
     ]
 
 
@@ -629,6 +664,7 @@ REGISTRY: Registry = Registry(
             categories=("api-extensions",),
             subresources=(_status("CustomResourceDefinition"),),
         ),
+        *_admission_types(),
     ]
 )
 """Every resource kubelite serves, in discovery order (core first)."""

@@ -42,6 +42,7 @@ import ipaddress
 import json
 import re
 import types
+import urllib.parse
 import zoneinfo
 from collections.abc import Callable, Iterable, Mapping
 from typing import Annotated, Any, TypeGuard, Union, cast, get_args, get_origin
@@ -49,6 +50,15 @@ from typing import Annotated, Any, TypeGuard, Union, cast, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 
 from api.addresses import address_errors
+from api.admissionregistration import (
+    FAILURE_POLICIES,
+    MATCH_POLICIES,
+    REINVOCATION_POLICIES,
+    VALIDATION_ACTIONS,
+)
+from api.admissionregistration import OPERATIONS as ADMISSION_OPERATIONS
+from api.admissionregistration import SCOPES as ADMISSION_SCOPES
+from api.admissionregistration import SIDE_EFFECTS as ADMISSION_SIDE_EFFECTS
 from api.batch import (
     CONTROLLER_UID_LABEL,
     JOB_NAME_LABEL,
@@ -2105,6 +2115,185 @@ def _role_ref_update(new: dict[str, Any], old: dict[str, Any]) -> list[Cause]:
     return [_invalid_go("roleRef", new.get("roleRef"), "cannot change roleRef")]
 
 
+# -- admissionregistration: webhooks and policies (pkg/apis/admissionregistration/validation) --
+
+
+def _webhook_url(field: str, url: str) -> list[Cause]:
+    parsed = urllib.parse.urlsplit(url)
+    causes = []
+    if parsed.scheme != "https":
+        causes.append(invalid(field, url, "'https' is the only allowed URL scheme"))
+    if not parsed.hostname:
+        causes.append(invalid(field, url, "host must be specified"))
+    if parsed.username or parsed.password:
+        causes.append(invalid(field, url, "user information is not permitted in the URL"))
+    if parsed.fragment:
+        causes.append(invalid(field, url, "fragments are not permitted in the URL"))
+    if parsed.query:
+        causes.append(invalid(field, url, "query parameters are not permitted in the URL"))
+    return causes
+
+
+def _webhook_service(field: str, service: dict[str, Any]) -> list[Cause]:
+    causes = []
+    if not service.get("name"):
+        causes.append(required(f"{field}.name", "service name is required"))
+    if not service.get("namespace"):
+        causes.append(required(f"{field}.namespace", "service namespace is required"))
+    port = service.get("port")
+    if _is_int(port) and not 1 <= port <= 65535:
+        causes.append(
+            invalid(f"{field}.port", port, "port is not valid: must be between 1 and 65535")
+        )
+    path = service.get("path")
+    if isinstance(path, str) and path and not path.startswith("/"):
+        causes.append(invalid(f"{field}.path", path, "must start with a '/'"))
+    return causes
+
+
+def _admission_rule(field: str, rule: dict[str, Any], *, operations: bool) -> list[Cause]:
+    causes = []
+    required_lists = ("apiGroups", "apiVersions", "resources")
+    for key in ("operations", *required_lists) if operations else required_lists:
+        if not _list(rule.get(key)):
+            causes.append(required(f"{field}.{key}"))
+    for i, op in enumerate(_list(rule.get("operations"))):
+        if op not in ADMISSION_OPERATIONS:
+            causes.append(not_supported(f"{field}.operations[{i}]", op, ADMISSION_OPERATIONS))
+    scope = rule.get("scope")
+    if scope is not None and scope not in ADMISSION_SCOPES:
+        causes.append(not_supported(f"{field}.scope", scope, ADMISSION_SCOPES))
+    return causes
+
+
+def _enum(field: str, value: Any, allowed: tuple[str, ...]) -> list[Cause]:
+    return [] if value is None or value in allowed else [not_supported(field, value, allowed)]
+
+
+def _webhook(field: str, hook: dict[str, Any], *, mutating: bool) -> list[Cause]:
+    causes = []
+    name = hook.get("name")
+    if not name:
+        causes.append(required(f"{field}.name"))
+    elif is_dns1123_subdomain(str(name)) or str(name).count(".") < 2:
+        causes.append(
+            invalid(
+                f"{field}.name",
+                name,
+                "should be a domain with at least three segments separated by dots",
+            )
+        )
+    config = _map(hook.get("clientConfig"))
+    if ("url" in config) == ("service" in config):
+        causes.append(
+            required(f"{field}.clientConfig", "exactly one of url or service is required")
+        )
+    elif isinstance(config.get("url"), str):
+        causes += _webhook_url(f"{field}.clientConfig.url", config["url"])
+    else:
+        causes += _webhook_service(f"{field}.clientConfig.service", _map(config.get("service")))
+    for i, rule in _items(hook.get("rules")):
+        causes += _admission_rule(f"{field}.rules[{i}]", rule, operations=True)
+    side_effects = hook.get("sideEffects")
+    if side_effects is None:
+        detail = "must specify one of " + ", ".join(ADMISSION_SIDE_EFFECTS)
+        causes.append(required(f"{field}.sideEffects", detail))
+    else:
+        causes += _enum(f"{field}.sideEffects", side_effects, ADMISSION_SIDE_EFFECTS)
+    versions = _list(hook.get("admissionReviewVersions"))
+    if "v1" not in versions and "v1beta1" not in versions:
+        detail = "must specify one of v1, v1beta1"
+        causes.append(required(f"{field}.admissionReviewVersions", detail))
+    causes += _enum(f"{field}.failurePolicy", hook.get("failurePolicy"), FAILURE_POLICIES)
+    causes += _enum(f"{field}.matchPolicy", hook.get("matchPolicy"), MATCH_POLICIES)
+    if mutating:
+        policy = hook.get("reinvocationPolicy")
+        causes += _enum(f"{field}.reinvocationPolicy", policy, REINVOCATION_POLICIES)
+    timeout = hook.get("timeoutSeconds")
+    if _is_int(timeout) and not 1 <= timeout <= 30:
+        detail = "the timeout value must be between 1 and 30 seconds"
+        causes.append(invalid(f"{field}.timeoutSeconds", timeout, detail))
+    for key in ("namespaceSelector", "objectSelector"):
+        if isinstance(hook.get(key), dict):
+            causes += _label_selector(f"{field}.{key}", hook[key])
+    return causes
+
+
+def _webhook_configuration(obj: dict[str, Any]) -> list[Cause]:
+    mutating = obj.get("kind") == "MutatingWebhookConfiguration"
+    causes: list[Cause] = []
+    seen: set[str] = set()
+    for i, hook in _items(obj.get("webhooks")):
+        causes += _webhook(f"webhooks[{i}]", hook, mutating=mutating)
+        name = hook.get("name")
+        if isinstance(name, str) and name:
+            if name in seen:
+                causes.append(duplicate(f"webhooks[{i}].name", name))
+            seen.add(name)
+    return causes
+
+
+def _match_resources(field: str, match: dict[str, Any], *, need_rules: bool) -> list[Cause]:
+    causes = []
+    if need_rules and not _list(match.get("resourceRules")):
+        causes.append(required(f"{field}.resourceRules"))
+    for key in ("resourceRules", "excludeResourceRules"):
+        for i, rule in _items(match.get(key)):
+            causes += _admission_rule(f"{field}.{key}[{i}]", rule, operations=True)
+    causes += _enum(f"{field}.matchPolicy", match.get("matchPolicy"), MATCH_POLICIES)
+    for key in ("namespaceSelector", "objectSelector"):
+        if isinstance(match.get(key), dict):
+            causes += _label_selector(f"{field}.{key}", match[key])
+    return causes
+
+
+def _validating_admission_policy(obj: dict[str, Any]) -> list[Cause]:
+    spec = _map(obj.get("spec"))
+    causes = []
+    if not _list(spec.get("validations")) and not _list(spec.get("auditAnnotations")):
+        detail = "validations or auditAnnotations must contain at least one item"
+        causes.append(required("spec.validations", detail))
+    for i, rule in _items(spec.get("validations")):
+        if not str(rule.get("expression") or "").strip():
+            causes.append(required(f"spec.validations[{i}].expression"))
+    if "matchConstraints" not in spec:
+        causes.append(required("spec.matchConstraints"))
+    else:
+        causes += _match_resources(
+            "spec.matchConstraints", _map(spec["matchConstraints"]), need_rules=True
+        )
+    causes += _enum("spec.failurePolicy", spec.get("failurePolicy"), FAILURE_POLICIES)
+    param_kind = spec.get("paramKind")
+    if isinstance(param_kind, dict):
+        for key in ("apiVersion", "kind"):
+            if not param_kind.get(key):
+                causes.append(required(f"spec.paramKind.{key}"))
+    return causes
+
+
+def _validating_admission_policy_binding(obj: dict[str, Any]) -> list[Cause]:
+    spec = _map(obj.get("spec"))
+    causes = []
+    if not spec.get("policyName"):
+        causes.append(required("spec.policyName"))
+    actions = _list(spec.get("validationActions"))
+    if not actions:
+        causes.append(required("spec.validationActions"))
+    seen: set[str] = set()
+    for i, action in enumerate(actions):
+        if action not in VALIDATION_ACTIONS:
+            causes.append(not_supported(f"spec.validationActions[{i}]", action, VALIDATION_ACTIONS))
+        elif action in seen:
+            causes.append(duplicate(f"spec.validationActions[{i}]", action))
+        seen.add(str(action))
+    if "Deny" in seen and "Warn" in seen:
+        detail = "must not contain both Deny and Warn (repeating the same validation failure information in the API response and headers serves no purpose)"
+        causes.append(invalid("spec.validationActions", actions, detail))
+    if isinstance(spec.get("matchResources"), dict):
+        causes += _match_resources("spec.matchResources", spec["matchResources"], need_rules=False)
+    return causes
+
+
 _SEMANTIC: dict[str, Callable[[dict[str, Any]], list[Cause]]] = {
     "Pod": _pod,
     "ReplicationController": _replication_controller,
@@ -2133,6 +2322,10 @@ _SEMANTIC: dict[str, Callable[[dict[str, Any]], list[Cause]]] = {
     "ClusterRole": _cluster_role,
     "RoleBinding": _role_binding,
     "ClusterRoleBinding": _cluster_role_binding,
+    "MutatingWebhookConfiguration": _webhook_configuration,
+    "ValidatingWebhookConfiguration": _webhook_configuration,
+    "ValidatingAdmissionPolicy": _validating_admission_policy,
+    "ValidatingAdmissionPolicyBinding": _validating_admission_policy_binding,
 }
 
 

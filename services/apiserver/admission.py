@@ -14,6 +14,11 @@ several are, as Kubernetes picks since 1.26 — and none when no class is the de
 New pods pass Kubernetes' ServiceAccount plugin (``serviceaccount_admission``): an account,
 and its token volume.
 
+Dynamic admission comes last, as in Kubernetes' plugin order: ``mutate_dynamically`` (the
+mutating webhooks, ``webhooks``) after the built-in mutations and defaults, and
+``validate_dynamically`` (the validating webhooks, then the ValidatingAdmissionPolicies,
+``validating_policy``) after schema validation, just before the write.
+
 Limits: the namespace is looked up in the namespaces watch cache, falling back to the store,
 so a namespace created a moment ago is found; a namespace deleted concurrently with a create
 may still admit it (the same race exists in Kubernetes — the namespace controller cleans up).
@@ -23,13 +28,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from aiohttp import web
+
 from api.errors import Forbidden, NotFound
 from api.registry import ResourceType
 from api.storage import is_default_class
+from services.apiserver import webhooks
 from services.apiserver.context import ApiContext
 from services.apiserver.serviceaccount_admission import admit_pod
+from services.apiserver.webhooks import Attributes
 
-__all__ = ["admit_create", "admit_delete"]
+__all__ = ["admit_create", "admit_delete", "mutate_dynamically", "validate_dynamically"]
+
+Obj = dict[str, Any]
 
 
 def _qualified(rt: ResourceType) -> str:
@@ -101,3 +112,17 @@ def admit_delete(ctx: ApiContext, rt: ResourceType, *, name: str) -> None:
             kind="namespaces",
             name=name,
         )
+
+
+async def mutate_dynamically(
+    request: web.Request, attrs: Attributes, obj: Obj, *, old: Obj | None
+) -> Obj:
+    """``obj`` as the mutating webhooks leave it."""
+    return await webhooks.mutate(request, attrs, obj, old)
+
+
+async def validate_dynamically(
+    request: web.Request, attrs: Attributes, obj: Obj | None, *, old: Obj | None
+) -> None:
+    """Refuse what a validating webhook or a ValidatingAdmissionPolicy refuses."""
+    await webhooks.validate(request, attrs, obj, old)

@@ -77,6 +77,7 @@ from services.apiserver.service_allocation import (
 )
 from services.apiserver.storehealth import STORE_HEALTH, StoreHealth, store_failures
 from services.apiserver.watchcache import WatchCache
+from services.apiserver.webhooks import add_admission_warnings, webhook_client_lifetime
 from store import keep_window, open_store
 from store.base import Store, StoreFailed
 from store.compactor import CLAIM_KEY as COMPACTION_CLAIM_KEY
@@ -172,8 +173,10 @@ def make_app(
     app.cleanup_ctx.append(_store_lifetime)
     app.cleanup_ctx.append(_bootstrap)
     app.cleanup_ctx.append(_background)
+    app.cleanup_ctx.append(webhook_client_lifetime)
     app.on_shutdown.append(_end_watches)
     app.on_response_prepare.append(warn_deprecated)
+    app.on_response_prepare.append(add_admission_warnings)
     setup_health(app)
     app[DISCOVERY_CHANGED] = setup_discovery(app, registry)
     setup_proxy(app)

@@ -37,14 +37,16 @@ from pydantic import ValidationError
 from api.errors import BadRequest, Conflict, NotFound
 from api.meta import DeleteOptions, format_time, now_time, parse_time
 from api.registry import ResourceType
-from services.apiserver.admission import admit_delete
+from services.apiserver.admission import admit_delete, validate_dynamically
 from services.apiserver.codec import json_response, read_body
 from services.apiserver.context import ApiContext
+from services.apiserver.identity import request_user
 from services.apiserver.listing import list_objects
 from services.apiserver.node_restriction import DELETE, Write, admit_named
 from services.apiserver.query import ListOptions, parse_bool
 from services.apiserver.storage import ObjectStorage
 from services.apiserver.strategy import is_graceful, returns_deleted_object
+from services.apiserver.webhooks import Attributes, is_exempt
 
 __all__ = [
     "DeleteOutcome",
@@ -262,6 +264,32 @@ def _success_status(rt: ResourceType, obj: Obj) -> dict[str, Any]:
     }
 
 
+async def _validate_dynamically(
+    request: web.Request,
+    ctx: ApiContext,
+    rt: ResourceType,
+    namespace: str | None,
+    name: str,
+    options: DeleteOptions,
+) -> None:
+    """The validating webhooks and policies on a DELETE: ``oldObject`` is the stored object."""
+    if is_exempt(rt):
+        return
+    current = await ctx.storage(rt).get_or_none(namespace, name)
+    if current is None:
+        return  # delete_object answers the 404
+    attrs = Attributes(
+        rt=rt,
+        operation=DELETE,
+        namespace=namespace,
+        name=name,
+        user=request_user(request),
+        dry_run=bool(options.dry_run),
+        options={k: v for k, v in options.to_dict().items() if k not in ("apiVersion", "kind")},
+    )
+    await validate_dynamically(request, attrs, None, old=current)
+
+
 async def delete(
     request: web.Request,
     ctx: ApiContext,
@@ -272,6 +300,7 @@ async def delete(
     options = await read_delete_options(request)
     write = Write(rt=rt, operation=DELETE, namespace=namespace, name=str(name))
     await admit_named(request, ctx, write)
+    await _validate_dynamically(request, ctx, rt, namespace, str(name), options)
     outcome = await delete_object(ctx, rt, namespace, str(name), options)
     if outcome.deleted and not returns_deleted_object(rt):
         return json_response(_success_status(rt, outcome.obj))
@@ -288,6 +317,9 @@ async def delete_collection(
     for obj in listed.objects:
         meta = obj["metadata"]
         try:
+            await _validate_dynamically(
+                request, ctx, rt, meta.get("namespace"), meta["name"], options
+            )
             outcome = await delete_object(ctx, rt, meta.get("namespace"), meta["name"], options)
         except NotFound:
             continue

@@ -9,7 +9,8 @@ subresources (``subresources``) live in their own modules.
 
 Contract of each write: body decoded (``codec``), kind/apiVersion/name/namespace checked against
 the URL (400), admission (namespace lifecycle), strategy (server-owned fields, status rules),
-defaults, validation (422), then one compare-and-swap write (``storage``). Reads answer JSON, or a
+defaults, mutating webhooks, validation (422), validating webhooks and policies, then one
+compare-and-swap write (``storage``). Reads answer JSON, or a
 ``meta.k8s.io`` Table when the client asks for one (kubectl).
 
 ``fieldValidation`` (Strict/Warn/Ignore) is honoured on create, update and patch
@@ -42,7 +43,7 @@ from services.apiserver import (
     subresources,
     watch,
 )
-from services.apiserver.admission import admit_create
+from services.apiserver.admission import admit_create, mutate_dynamically, validate_dynamically
 from services.apiserver.apply import apply_options, apply_to, record_update
 from services.apiserver.codec import PatchType, read_object, read_patch
 from services.apiserver.context import CONTEXT, ApiContext
@@ -68,6 +69,7 @@ from services.apiserver.strategy import (
     prepare_for_update,
     validate_object,
 )
+from services.apiserver.webhooks import Attributes
 
 __all__ = ["Target", "create", "get", "patch", "resolve", "setup_rest", "update"]
 
@@ -147,6 +149,26 @@ def _write(target: Target, operation: str, name: str) -> node_restriction.Write:
     )
 
 
+def _attributes(request: web.Request, target: Target, operation: str, name: str) -> Attributes:
+    """``target`` as dynamic admission (webhooks, policies) sees a write to it."""
+    options: dict[str, Any] = (
+        {"dryRun": request.query.getall("dryRun")} if is_dry_run(request) else {}
+    )
+    for key in ("fieldManager", "fieldValidation"):
+        if key in request.query:
+            options[key] = request.query[key]
+    return Attributes(
+        rt=target.rt,
+        operation=operation,
+        namespace=target.namespace,
+        name=name,
+        user=request_user(request),
+        subresource=target.subresource or "",
+        dry_run=is_dry_run(request),
+        options=options,
+    )
+
+
 def _allocates(ctx: ApiContext, rt: ResourceType) -> bool:
     """Services get their ClusterIP and node ports from the allocator on every write."""
     return ctx.services is not None and (rt.group, rt.kind) == ("", "Service")
@@ -188,9 +210,12 @@ async def create(request: web.Request, ctx: ApiContext, target: Target) -> web.R
         prepare_for_create(rt, obj)
         default_object(rt, obj)
         record_update(request, rt, old=None, new=obj)
+        attrs = _attributes(request, target, CREATE, name)
+        obj = await mutate_dynamically(request, attrs, obj, old=None)
         validate_object(rt, obj)
         node_restriction.admit(request, _write(target, CREATE, name), obj=obj, old=None)
         await check_no_escalation(request, ctx, rt, obj, user=request_user(request))
+        await validate_dynamically(request, attrs, obj, old=None)
         if dry_run:
             response = object_response(request, rt, obj, status=201)
             return fieldvalidation.add_warnings(response, warnings)
@@ -243,9 +268,12 @@ async def update(request: web.Request, ctx: ApiContext, target: Target) -> web.R
             carry_over_allocations(new, current)
         default_object(rt, new)
         record_update(request, rt, old=current, new=new)
+        attrs = _attributes(request, target, UPDATE, name)
+        new = await mutate_dynamically(request, attrs, new, old=current)
         validate_object(rt, new, old=current)
         node_restriction.admit(request, _write(target, UPDATE, name), obj=new, old=current)
         await check_no_escalation(request, ctx, rt, new, user=request_user(request))
+        await validate_dynamically(request, attrs, new, old=current)
         if dry_run:
             dry.append(new)
             return current
@@ -265,9 +293,12 @@ async def update(request: web.Request, ctx: ApiContext, target: Target) -> web.R
             prepare_for_create(rt, obj)
             default_object(rt, obj)
             record_update(request, rt, old=None, new=obj)
+            attrs = _attributes(request, target, CREATE, name)
+            obj = await mutate_dynamically(request, attrs, obj, old=None)
             validate_object(rt, obj)
             node_restriction.admit(request, _write(target, CREATE, name), obj=obj, old=None)
             await check_no_escalation(request, ctx, rt, obj, user=request_user(request))
+            await validate_dynamically(request, attrs, obj, old=None)
             reservation = await _reserve(ctx, rt, obj)
             if reservation is not None:
                 reservations.append(reservation)
@@ -320,9 +351,12 @@ async def patch(request: web.Request, ctx: ApiContext, target: Target) -> web.Re
         default_object(rt, new)
         if not applying:
             record_update(request, rt, old=current, new=new)
+        attrs = _attributes(request, target, UPDATE, name)
+        new = await mutate_dynamically(request, attrs, new, old=current)
         validate_object(rt, new, old=current)
         node_restriction.admit(request, _write(target, UPDATE, name), obj=new, old=current)
         await check_no_escalation(request, ctx, rt, new, user=request_user(request))
+        await validate_dynamically(request, attrs, new, old=current)
         if dry_run:
             dry.append(new)
             return current
@@ -338,9 +372,12 @@ async def patch(request: web.Request, ctx: ApiContext, target: Target) -> web.Re
         await admit_create(ctx, rt, namespace=target.namespace, name=name, obj=obj)
         prepare_for_create(rt, obj)
         default_object(rt, obj)
+        attrs = _attributes(request, target, CREATE, name)
+        obj = await mutate_dynamically(request, attrs, obj, old=None)
         validate_object(rt, obj)
         node_restriction.admit(request, _write(target, CREATE, name), obj=obj, old=None)
         await check_no_escalation(request, ctx, rt, obj, user=request_user(request))
+        await validate_dynamically(request, attrs, obj, old=None)
         reservation = await _reserve(ctx, rt, obj)
         if reservation is not None:
             reservations.append(reservation)

@@ -27,6 +27,7 @@ from api.errors import BadRequest, Conflict, Invalid
 from api.meta import now_time
 from api.registry import ResourceType
 from api.selectors import label_selector_from_dict
+from services.apiserver.admission import mutate_dynamically, validate_dynamically
 from services.apiserver.apply import apply_options, apply_to, record_update
 from services.apiserver.codec import PatchType, json_response, read_object, read_patch
 from services.apiserver.context import ApiContext
@@ -44,9 +45,11 @@ from services.apiserver.handlers import (
     no_route,
     object_response,
 )
+from services.apiserver.identity import request_user
 from services.apiserver.node_restriction import UPDATE, Write, admit
 from services.apiserver.strategy import prepare_for_status_update, validate_object
 from services.apiserver.token_request import create_token
+from services.apiserver.webhooks import Attributes
 
 if TYPE_CHECKING:  # rest.py dispatches here, so the import runs one way only
     from services.apiserver.rest import Target
@@ -134,9 +137,20 @@ async def _write_status(request: web.Request, ctx: ApiContext, target: Target) -
             )
         else:
             record_update(request, rt, old=current, new=out, subresource="status")
+        attrs = Attributes(
+            rt=rt,
+            operation=UPDATE,
+            namespace=target.namespace,
+            name=name,
+            user=request_user(request),
+            subresource="status",
+            dry_run=dry_run,
+        )
+        out = await mutate_dynamically(request, attrs, out, old=current)
         validate_object(rt, out, old=current)
         write = Write(rt, UPDATE, target.namespace, name, subresource="status")
         admit(request, write, obj=out, old=current)
+        await validate_dynamically(request, attrs, out, old=current)
         if dry_run:
             dry.append(out)
             return current

@@ -128,6 +128,30 @@ def test_every_served_resource_is_registered_with_kubernetes_names() -> None:
             False,
             (),
         ),
+        ("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations"): (
+            "MutatingWebhookConfiguration",
+            "mutatingwebhookconfiguration",
+            False,
+            (),
+        ),
+        ("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations"): (
+            "ValidatingWebhookConfiguration",
+            "validatingwebhookconfiguration",
+            False,
+            (),
+        ),
+        ("admissionregistration.k8s.io", "v1", "validatingadmissionpolicies"): (
+            "ValidatingAdmissionPolicy",
+            "validatingadmissionpolicy",
+            False,
+            (),
+        ),
+        ("admissionregistration.k8s.io", "v1", "validatingadmissionpolicybindings"): (
+            "ValidatingAdmissionPolicyBinding",
+            "validatingadmissionpolicybinding",
+            False,
+            (),
+        ),
     }
 
 
@@ -164,6 +188,7 @@ def test_lookups_by_any_name() -> None:
         "authorization.k8s.io": ["v1"],
         "authentication.k8s.io": ["v1"],
         "apiextensions.k8s.io": ["v1"],
+        "admissionregistration.k8s.io": ["v1"],
     }
     pods, deployments = REGISTRY.resolve("pods"), REGISTRY.resolve("deploy")
     assert pods is not None and pods.model is Pod and pods.categories == ("all",)

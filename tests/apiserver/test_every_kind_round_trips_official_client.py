@@ -473,6 +473,52 @@ SAMPLES: dict[tuple[str, str], Sample] = {
     ("apiextensions.k8s.io", "CustomResourceDefinition"): Sample(
         {**crd(plural=NAME, kind="Sample"), "metadata": {"name": f"{NAME}.example.com"}}
     ),
+    **{
+        ("admissionregistration.k8s.io", kind): Sample(
+            {
+                "apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": kind,
+                "metadata": {"name": NAME},
+                "webhooks": [
+                    {
+                        "name": "sample.example.com",
+                        "clientConfig": {"url": "https://127.0.0.1:1/sample"},
+                        "sideEffects": "None",
+                        "admissionReviewVersions": ["v1"],
+                    }
+                ],
+            }
+        )
+        for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+    },
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"): Sample(
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": NAME},
+            "spec": {
+                "matchConstraints": {
+                    "resourceRules": [
+                        {
+                            "operations": ["CREATE"],
+                            "apiGroups": [""],
+                            "apiVersions": ["v1"],
+                            "resources": ["configmaps"],
+                        }
+                    ]
+                },
+                "validations": [{"expression": "true"}],
+            },
+        }
+    ),
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"): Sample(
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": NAME},
+            "spec": {"policyName": NAME, "validationActions": ["Deny"]},
+        }
+    ),
 }
 
 # Subresources that answer with no typed object (they stream or proxy to a kubelet or a pod).
