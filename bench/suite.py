@@ -196,6 +196,12 @@ async def run_ha_e2e(ctx: Context) -> list[Figure]:
     return await ha_e2e.run(ctx)
 
 
+async def run_fixture_start(ctx: Context) -> list[Figure]:
+    from bench import fixture_start
+
+    return await fixture_start.run(ctx)
+
+
 async def run_audit_cost(ctx: Context) -> list[Figure]:
     from bench import audit_cost
 
@@ -231,6 +237,8 @@ def build_registry() -> Registry:
                  "UDP echo server"),
         Scenario("tls-create", "api", run_tls_create,
                  "ConfigMap creates/s over TLS with a client certificate beside plain HTTP"),
+        Scenario("fixture-start", "api", run_fixture_start,
+                 "kubelite_cluster start to ready: in-process apiserver beside a subprocess"),
         Scenario("audit-cost", "api", run_audit_cost,
                  "ConfigMap creates/s with an audit policy (Metadata, RequestResponse) beside "
                  "none"),
