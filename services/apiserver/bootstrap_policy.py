@@ -70,6 +70,11 @@ def _rule(verbs: tuple[str, ...], groups: tuple[str, ...], *resources: str) -> O
     return {"verbs": list(verbs), "apiGroups": list(groups), "resources": list(resources)}
 
 
+def _named(rule: Obj, *names: str) -> Obj:
+    """``rule`` for the objects of these names only (``resourceNames``)."""
+    return {**rule, "resourceNames": list(names)}
+
+
 def _urls(verbs: tuple[str, ...], *urls: str) -> Obj:
     return {"verbs": list(verbs), "nonResourceURLs": list(urls)}
 
@@ -299,11 +304,11 @@ CLUSTER_ROLES: list[Obj] = [
             # makes the Service; the endpointslice controller its slice)
             _rule(("create",), _CORE, "services"),
             _rule(("create",), ("discovery.k8s.io",), "endpointslices"),
-            {**_rule(("delete", "get", "update"), _CORE, "services"), "resourceNames": ["kube-dns"]},
-            {
-                **_rule(("delete", "get", "update"), ("discovery.k8s.io",), "endpointslices"),
-                "resourceNames": ["kube-dns"],
-            },
+            _named(_rule(("delete", "get", "update"), _CORE, "services"), "kube-dns"),
+            _named(
+                _rule(("delete", "get", "update"), ("discovery.k8s.io",), "endpointslices"),
+                "kube-dns",
+            ),
         ],
     ),
     _role("system:node", NODE_RULES),
@@ -311,10 +316,9 @@ CLUSTER_ROLES: list[Obj] = [
         "system:kube-scheduler",
         [
             _EVENTS,
+            # its leader election: any new lease, then only its own
             _rule(("create",), ("coordination.k8s.io",), "leases"),
-            _rule(("get", "update"), ("coordination.k8s.io",), "leases"),
-            _rule(("create",), _CORE, "endpoints"),
-            _rule(("get", "update"), _CORE, "endpoints"),
+            _named(_rule(("get", "update"), ("coordination.k8s.io",), "leases"), "kube-scheduler"),
             _rule(READ, _CORE, "nodes"),
             _rule(("delete", "get", "list", "watch"), _CORE, "pods"),
             _rule(("create",), _CORE, "bindings", "pods/binding"),
@@ -323,6 +327,8 @@ CLUSTER_ROLES: list[Obj] = [
             _rule(READ, ("apps",), "replicasets", "statefulsets"),
             _rule(READ, ("policy",), "poddisruptionbudgets"),
             _rule(READ, _CORE, "persistentvolumeclaims", "persistentvolumes", "namespaces"),
+            _rule(READ, ("storage.k8s.io",), "csidrivers", "csinodes", "csistoragecapacities"),
+            # Kubernetes binds this to the scheduler as system:volume-scheduler
             _rule(READ, ("storage.k8s.io",), "storageclasses"),
             _rule(("create",), ("authentication.k8s.io",), "tokenreviews"),
             _rule(("create",), ("authorization.k8s.io",), "subjectaccessreviews"),

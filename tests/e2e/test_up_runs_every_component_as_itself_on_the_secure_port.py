@@ -194,15 +194,19 @@ async def flow(admin: ApiClient, *, dns_at: tuple[str, int]) -> None:
     assert [item.address for rrset in answer.answer for item in rrset] == [cluster_ip]
 
     # ---- leases renew, events post ------------------------------------------------------------
-    first = {
-        lease["metadata"]["name"]: lease["spec"]["renewTime"]
-        for lease in (await admin.list(LEASES, namespace="kube-node-lease"))["items"]
-    }
-    assert set(first) == {"node1", "node2"}
+    async def node_leases() -> dict[str, str]:
+        listing = await admin.list(LEASES, namespace="kube-node-lease")
+        return {lease["metadata"]["name"]: lease["spec"]["renewTime"] for lease in listing["items"]}
+
+    async def both() -> dict[str, str] | None:
+        leases = await node_leases()
+        return leases if set(leases) == {"node1", "node2"} else None
+
+    first = await apoll_until(both, what="a Lease for each node")
 
     async def renewed() -> bool:
-        now = (await admin.list(LEASES, namespace="kube-node-lease"))["items"]
-        return all(lease["spec"]["renewTime"] != first[lease["metadata"]["name"]] for lease in now)
+        now = await node_leases()
+        return set(now) == set(first) and all(now[name] != first[name] for name in first)
 
     await apoll_until(renewed, what="both node Leases renewed", within=60)
 
