@@ -33,7 +33,7 @@ from aiohttp import web
 from api.errors import Forbidden, NotFound
 from api.registry import ResourceType
 from api.storage import is_default_class
-from services.apiserver import webhooks
+from services.apiserver import validating_policy, webhooks
 from services.apiserver.context import ApiContext
 from services.apiserver.serviceaccount_admission import admit_pod
 from services.apiserver.webhooks import Attributes
@@ -126,3 +126,4 @@ async def validate_dynamically(
 ) -> None:
     """Refuse what a validating webhook or a ValidatingAdmissionPolicy refuses."""
     await webhooks.validate(request, attrs, obj, old)
+    await validating_policy.validate(request, attrs, obj, old)

@@ -67,10 +67,16 @@ __all__ = [
     "Attributes",
     "WebhookClient",
     "add_admission_warnings",
+    "configurations",
+    "denial",
     "is_exempt",
     "matches",
     "mutate",
+    "namespace_labels",
+    "refusal",
+    "review_request",
     "validate",
+    "warn",
     "webhook_client_lifetime",
 ]
 
@@ -348,7 +354,8 @@ async def webhook_client_lifetime(app: web.Application) -> AsyncIterator[None]:
 # -- reviews and answers ---------------------------------------------------------------------
 
 
-def _review(attrs: Attributes, obj: Obj | None, old: Obj | None) -> Obj:
+def review_request(attrs: Attributes, obj: Obj | None, old: Obj | None) -> Obj:
+    """The ``request`` of an AdmissionReview (and a policy's ``request`` variable)."""
     rt = attrs.rt
     kind = {"group": rt.group, "version": rt.version, "kind": _kind_of(rt, attrs)}
     resource = {"group": rt.group, "version": rt.version, "resource": rt.plural}
@@ -375,6 +382,11 @@ def _review(attrs: Attributes, obj: Obj | None, old: Obj | None) -> Obj:
             "kind": options_kind,
             **attrs.options,
         }
+    return request
+
+
+def _review(attrs: Attributes, obj: Obj | None, old: Obj | None) -> Obj:
+    request = review_request(attrs, obj, old)
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
 
 
@@ -398,8 +410,12 @@ def _user_info(user: UserInfo) -> Obj:
 
 @functools.lru_cache(maxsize=32)
 def _status_error_type(code: int, reason: str) -> type[StatusError]:
-    """A ``StatusError`` with the code and reason a webhook chose for its refusal."""
     return type("AdmissionDenied", (StatusError,), {"code": code, "reason": reason})
+
+
+def refusal(message: str, *, code: int, reason: str) -> StatusError:
+    """A ``StatusError`` with the code and reason a webhook or a policy chose."""
+    return _status_error_type(code, reason)(message)
 
 
 def denial(source: str, status: Mapping[str, Any] | None) -> StatusError:
@@ -415,7 +431,7 @@ def denial(source: str, status: Mapping[str, Any] | None) -> StatusError:
         message = f"{denied_by}: {reason}"
     else:
         message = f"{denied_by} without explanation"
-    return _status_error_type(code, reason or "BadRequest")(message)
+    return refusal(message, code=code, reason=reason or "BadRequest")
 
 
 def _call_failed(hook: Hook, exc: CallFailed) -> StatusError:
@@ -462,7 +478,8 @@ async def _applicable(
 # -- entry points ----------------------------------------------------------------------------
 
 
-def _warn(request: web.Request, warnings: Iterable[Any]) -> None:
+def warn(request: web.Request, warnings: Iterable[Any]) -> None:
+    """Send ``warnings`` to the client as ``Warning`` headers of this request's answer."""
     texts = [str(w) for w in warnings if w]
     if texts:
         request.setdefault(ADMISSION_WARNINGS, []).extend(texts)
@@ -482,7 +499,7 @@ async def _ask(
             )
             return None
         raise _call_failed(hook, exc) from exc
-    _warn(request, response.get("warnings") or ())
+    warn(request, response.get("warnings") or ())
     if not response.get("allowed"):
         raise denial(f'admission webhook "{hook.name}"', response.get("status"))
     return response
