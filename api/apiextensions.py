@@ -14,8 +14,8 @@ What it does not own: watching CRDs and adding or removing their kinds while the
 and building their registry entries (``services/apiserver/crd.py``); how objects are stored.
 
 Limits: conversion strategy ``None`` only (``Webhook`` is refused) — versions differ by
-``apiVersion`` alone; ``x-kubernetes-validations`` rules are accepted and not evaluated;
-``selectableFields`` are not offered (``metadata.name``/``metadata.namespace`` are).
+``apiVersion`` alone; ``x-kubernetes-validations`` rules are compiled and evaluated by
+``api.validation_rules``, not here; ``selectableFields`` are not offered (``metadata.name``/``metadata.namespace`` are).
 """
 
 from __future__ import annotations

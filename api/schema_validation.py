@@ -31,7 +31,7 @@ What it owns:
   validation words them.
 
 Limits: ``$ref`` is not followed (CRD schemas may not use it); ``x-kubernetes-validations`` (CEL)
-is not evaluated; ``metadata`` of the root is left to the apiserver's ObjectMeta rules; error
+are ``api.validation_rules``'; ``metadata`` of the root is left to the apiserver's ObjectMeta rules; error
 order follows the schema's property order, where Go's follows its own map walk.
 """
 

@@ -17,8 +17,12 @@ rules Kubernetes' apiextensions apiserver applies instead (``customresource/stra
 
 Unknown fields (pruning) are ``fieldvalidation``'s: it asks ``api.schema_validation`` for them.
 
-Limits: no defaulting on read from storage (objects are defaulted when written);
-``x-kubernetes-validations`` are not evaluated.
+``x-kubernetes-validations`` rules (``api.validation_rules``) are compiled when a CRD is
+written (one that does not compile refuses the CRD) and evaluated on every write of a custom
+object, after the schema's checks — unless those found a value of the wrong type, when Kubernetes
+refuses without evaluating them.
+
+Limits: no defaulting on read from storage (objects are defaulted when written).
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from api.errors import Cause
 from api.registry import ResourceType
 from api.schema_validation import apply_defaults, validate
 from api.validation import validate_object_meta
+from api.validation_rules import BLOCKED, rule_failures, rule_problems
 
 __all__ = [
     "custom_generation",
@@ -71,8 +76,24 @@ def validate_custom(rt: ResourceType, obj: Obj, *, old: Obj | None) -> list[Caus
     if rt.custom is not None:
         body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
         causes += validate(rt.custom.schema, body)
+        if any(cause["reason"] == "FieldValueTypeInvalid" for cause in causes):
+            causes.append(BLOCKED)
+        else:
+            causes += rule_failures(rt.custom.schema, obj, old)
     elif is_crd(rt):
         causes += validate_crd(obj) if old is None else validate_crd_update(obj, old)
+        causes += _crd_rule_problems(obj)
+    return causes
+
+
+def _crd_rule_problems(crd: Obj) -> list[Cause]:
+    """Every version's CEL rules compiled: a CRD whose rule does not compile is refused."""
+    causes: list[Cause] = []
+    for i, version in enumerate((crd.get("spec") or {}).get("versions") or ()):
+        schema = ((version or {}).get("schema") or {}).get("openAPIV3Schema")
+        if isinstance(schema, dict):
+            path = f"spec.versions[{i}].schema.openAPIV3Schema"
+            causes += rule_problems(schema, path=path)
     return causes
 
 
