@@ -208,6 +208,18 @@ async def run_audit_cost(ctx: Context) -> list[Figure]:
     return await audit_cost.run(ctx)
 
 
+async def run_cr_create(ctx: Context) -> list[Figure]:
+    from bench import cr_create
+
+    return await cr_create.run(ctx)
+
+
+async def run_apply_rate(ctx: Context) -> list[Figure]:
+    from bench import apply_rate
+
+    return await apply_rate.run(ctx)
+
+
 def build_registry() -> Registry:
     return Registry([
         Scenario("ceilings", "ceilings", ceilings.run,
@@ -242,6 +254,10 @@ def build_registry() -> Registry:
         Scenario("audit-cost", "api", run_audit_cost,
                  "ConfigMap creates/s with an audit policy (Metadata, RequestResponse) beside "
                  "none"),
+        Scenario("cr-create", "api", run_cr_create,
+                 "custom-object creates/s (CRD schema with CEL rules) beside Pod creates/s"),
+        Scenario("apply-rate", "api", run_apply_rate,
+                 "server-side applies/s beside updates/s of the same ConfigMaps"),
         Scenario("e2e-etcd-1-vs-3-apiservers", "e2e", run_ha_e2e,
                  "RC of 1,000 pods on 100 sim nodes on etcd: 1 apiserver beside 3 behind "
                  "kubelite front (pods/s ratio)", quick=False),
