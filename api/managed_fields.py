@@ -35,6 +35,7 @@ import copy
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from functools import cache
 from types import MappingProxyType
 from typing import Any
@@ -511,6 +512,21 @@ class Entry:
     fields: set[Path]
 
 
+def _rfc3339(value: Any) -> str | None:
+    """A managedFields ``time`` in Kubernetes' own form (``2026-01-02T03:04:05Z``): clients
+    send it back as they serialise times (the official client writes ``+00:00``), and an update
+    that only re-spells it must not count as a change."""
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 @dataclass(slots=True)
 class Managers:
     """The managedFields of one object, decoded."""
@@ -531,7 +547,7 @@ class Managers:
             )
             out.entries[key] = Entry(
                 api_version=str(item.get("apiVersion") or ""),
-                time=item.get("time") if isinstance(item.get("time"), str) else None,
+                time=_rfc3339(item.get("time")),
                 fields=from_fields_v1(item.get("fieldsV1")),
             )
         return out
