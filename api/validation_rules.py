@@ -40,7 +40,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import celpy
-import lark
 from celpy.adapter import json_to_cel
 from celpy.celparser import CELParseError
 from celpy.celtypes import BoolType
@@ -84,7 +83,7 @@ def _compile(expression: str) -> _Compiled:
         tree = _ENVIRONMENT.compile(expression)
     except CELParseError as exc:
         raise CompileError(_syntax_error(expression, exc)) from exc
-    names = tree.scan_values(lambda v: isinstance(v, lark.Token) and v == "oldSelf")
+    names = tree.scan_values(lambda token: token == "oldSelf")  # an identifier, not a literal
     return _Compiled(_ENVIRONMENT.program(tree), uses_old_self=any(True for _ in names))
 
 
