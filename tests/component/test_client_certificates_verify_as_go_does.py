@@ -23,7 +23,12 @@ from component.client_certificates import (
 )
 from tests.factories import client_cert
 
-NOW = datetime.datetime.now(datetime.UTC)
+
+def _now() -> datetime.datetime:
+    """The moment of the check, not of the import: the certificates are made by the test itself
+    (valid from five minutes back), and a file collected long before it runs — a busy machine,
+    another xdist worker's backlog — would otherwise check them at a time before they begin."""
+    return datetime.datetime.now(datetime.UTC)
 
 
 def _der(files: pki.KeyPair) -> bytes:
@@ -39,22 +44,22 @@ def test_a_client_certificate_of_the_pool_verifies(
     ca: pki.CertificateAuthority, tmp_path: Path
 ) -> None:
     good = pki.ensure_client_cert(ca, tmp_path, name="a", user="alice", groups=["dev"])
-    leaf = verify_client_certificate(_der(good), [ca.certificate], now=NOW)
+    leaf = verify_client_certificate(_der(good), [ca.certificate], now=_now())
     assert leaf == pki.read_certificate(good.cert)
     no_usage = client_cert(ca, tmp_path, user="bob", usage=None)
-    verify_client_certificate(_der(no_usage), [ca.certificate], now=NOW)
+    verify_client_certificate(_der(no_usage), [ca.certificate], now=_now())
     anything = client_cert(
         ca, tmp_path, user="carol", usage=ExtendedKeyUsageOID.ANY_EXTENDED_KEY_USAGE
     )
-    verify_client_certificate(_der(anything), [ca.certificate], now=NOW)
+    verify_client_certificate(_der(anything), [ca.certificate], now=_now())
 
 
 def test_an_unknown_authority_is_refused(ca: pki.CertificateAuthority, tmp_path: Path) -> None:
     other = pki.ensure_ca(tmp_path / "other")
     stranger = pki.ensure_client_cert(other, tmp_path, name="s", user="eve")
     with pytest.raises(UntrustedCertificate, match="signed by unknown authority"):
-        verify_client_certificate(_der(stranger), [ca.certificate], now=NOW)
-    verify_client_certificate(_der(stranger), [ca.certificate, other.certificate], now=NOW)
+        verify_client_certificate(_der(stranger), [ca.certificate], now=_now())
+    verify_client_certificate(_der(stranger), [ca.certificate, other.certificate], now=_now())
 
 
 @pytest.mark.parametrize("days", [(-3, -1), (1, 3)], ids=["expired", "not-yet-valid"])
@@ -63,7 +68,7 @@ def test_a_certificate_outside_its_validity_is_refused(
 ) -> None:
     files = client_cert(ca, tmp_path, user="late", valid_days=days)
     with pytest.raises(UntrustedCertificate, match="expired or is not yet valid"):
-        verify_client_certificate(_der(files), [ca.certificate], now=NOW)
+        verify_client_certificate(_der(files), [ca.certificate], now=_now())
 
 
 def test_a_pool_certificate_outside_its_validity_verifies_nothing(
@@ -78,12 +83,12 @@ def test_a_pool_certificate_outside_its_validity_verifies_nothing(
 def test_a_server_only_certificate_is_refused(ca: pki.CertificateAuthority, tmp_path: Path) -> None:
     serving = client_cert(ca, tmp_path, user="web", usage=ExtendedKeyUsageOID.SERVER_AUTH)
     with pytest.raises(UntrustedCertificate, match="incompatible key usage"):
-        verify_client_certificate(_der(serving), [ca.certificate], now=NOW)
+        verify_client_certificate(_der(serving), [ca.certificate], now=_now())
 
 
 def test_garbage_is_refused(ca: pki.CertificateAuthority) -> None:
     with pytest.raises(UntrustedCertificate, match="malformed certificate"):
-        verify_client_certificate(b"not a certificate", [ca.certificate], now=NOW)
+        verify_client_certificate(b"not a certificate", [ca.certificate], now=_now())
 
 
 async def test_the_handshake_takes_a_certificate_of_an_unknown_authority(
