@@ -328,10 +328,16 @@ CLUSTER_ROLES: list[Obj] = [
             _rule(READ, ("policy",), "poddisruptionbudgets"),
             _rule(READ, _CORE, "persistentvolumeclaims", "persistentvolumes", "namespaces"),
             _rule(READ, ("storage.k8s.io",), "csidrivers", "csinodes", "csistoragecapacities"),
-            # Kubernetes binds this to the scheduler as system:volume-scheduler
-            _rule(READ, ("storage.k8s.io",), "storageclasses"),
             _rule(("create",), ("authentication.k8s.io",), "tokenreviews"),
             _rule(("create",), ("authorization.k8s.io",), "subjectaccessreviews"),
+        ],
+    ),
+    # the scheduler's VolumeBinding pre-binds volumes and marks claims with their node
+    _role(
+        "system:volume-scheduler",
+        [
+            _rule((*READ, "patch", "update"), _CORE, "persistentvolumes", "persistentvolumeclaims"),
+            _rule(READ, ("storage.k8s.io",), "storageclasses"),
         ],
     ),
     _role(
@@ -400,6 +406,11 @@ CLUSTER_ROLE_BINDINGS: list[Obj] = [
     {
         "name": "system:kube-scheduler",
         "role": "system:kube-scheduler",
+        "subjects": _subjects("User", "system:kube-scheduler"),
+    },
+    {
+        "name": "system:volume-scheduler",
+        "role": "system:volume-scheduler",
         "subjects": _subjects("User", "system:kube-scheduler"),
     },
     {
