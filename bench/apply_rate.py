@@ -23,18 +23,15 @@ Limits: a ConfigMap is a flat map; applies of objects with long lists or deep ma
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import aiohttp
-import uvloop
 
-from bench.cr_create import writes_per_second
-from bench.harness import Context, Figure, collect_rounds, figure
+from bench.harness import Context, Figure, figure
+from bench.writes import compare_main, suite_rounds, writes_per_second
 from kubelite.testing import Processes
 
 SCENARIO = "apply-rate"
@@ -89,14 +86,7 @@ async def measure(*, seconds: float, concurrency: int, workdir: Path) -> dict[st
 
 async def run(ctx: Context) -> list[Figure]:
     """The suite's scenario: applies with updates of the same objects as the ceiling."""
-    seconds = 1.0 if ctx.quick else 3.0
-
-    async def once(index: int) -> dict[str, float]:
-        workdir = ctx.workdir / f"{SCENARIO}-{index}"
-        workdir.mkdir(parents=True, exist_ok=True)
-        return await measure(seconds=seconds, concurrency=32, workdir=workdir)
-
-    rounds = await collect_rounds(once, rounds=ctx.rounds)
+    rounds, seconds = await suite_rounds(ctx, SCENARIO, measure)
     note = f"32 ConfigMaps, one writer each, keep-alive, {seconds:g} s per figure"
     return [
         figure(SCENARIO, "update", unit="writes/s", samples=rounds["update"], note=note),
@@ -106,18 +96,10 @@ async def run(ctx: Context) -> list[Figure]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench.apply_rate", description=__doc__)
-    p.add_argument("--seconds", type=float, default=3.0)
-    p.add_argument("--concurrency", type=int, default=32)
-    args = p.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="kubelite-apply-bench-") as tmp:
-        rates = uvloop.run(
-            measure(seconds=args.seconds, concurrency=args.concurrency, workdir=Path(tmp))
-        )
-    print(f"writes/s ({args.concurrency} objects, one writer each, {args.seconds:g}s each)")
-    for name, rate in rates.items():
-        print(f"  {name:8} {rate:8.0f}/s   {rate / rates['update']:6.1%} of update")
-    return 0
+    return compare_main(
+        argv, prog="python -m bench.apply_rate", description=__doc__, measure=measure,
+        unit="writes/s",
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

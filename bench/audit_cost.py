@@ -20,17 +20,13 @@ Limits: the log goes to a local file on the same disk as everything else; log ro
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import sys
-import tempfile
 from pathlib import Path
 
-import uvloop
-
-from bench.harness import Context, Figure, collect_rounds, figure
-from bench.tls_create import creates_per_second
+from bench.harness import Context, Figure, figure
+from bench.writes import compare_main, configmap_creates, suite_rounds, writes_per_second
 from kubelite.testing import Processes
 
 SCENARIO = "audit-cost"
@@ -55,8 +51,8 @@ async def _measure_one(
     processes = Processes(workdir / (level or "none"))
     try:
         api = await asyncio.to_thread(processes.apiserver, store="memory://", args=args)
-        rate = await creates_per_second(
-            api.url, tls=None, seconds=seconds, concurrency=concurrency, prefix="cm"
+        rate = await writes_per_second(
+            api.url, configmap_creates("cm"), seconds=seconds, concurrency=concurrency, expect=201
         )
     finally:
         await asyncio.to_thread(processes.stop_all)
@@ -79,14 +75,7 @@ async def measure(*, seconds: float, concurrency: int, workdir: Path) -> dict[st
 
 async def run(ctx: Context) -> list[Figure]:
     """The suite's scenario: audited creates with the unaudited apiserver as ceiling."""
-    seconds = 1.0 if ctx.quick else 3.0
-
-    async def once(index: int) -> dict[str, float]:
-        workdir = ctx.workdir / f"{SCENARIO}-{index}"
-        workdir.mkdir(parents=True, exist_ok=True)
-        return await measure(seconds=seconds, concurrency=32, workdir=workdir)
-
-    rounds = await collect_rounds(once, rounds=ctx.rounds)
+    rounds, seconds = await suite_rounds(ctx, SCENARIO, measure)
     note = f"32 ConfigMap creates in flight, keep-alive, {seconds:g} s per figure"
     return [
         figure(SCENARIO, "no audit", unit="creates/s", samples=rounds["no audit"],
@@ -100,19 +89,10 @@ async def run(ctx: Context) -> list[Figure]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench.audit_cost", description=__doc__)
-    p.add_argument("--seconds", type=float, default=3.0)
-    p.add_argument("--concurrency", type=int, default=32)
-    args = p.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="kubelite-audit-bench-") as tmp:
-        rates = uvloop.run(
-            measure(seconds=args.seconds, concurrency=args.concurrency, workdir=Path(tmp))
-        )
-    ceiling = rates["no audit"]
-    print(f"creates/s ({args.concurrency} in flight, {args.seconds:g}s each, loopback)")
-    for name, rate in rates.items():
-        print(f"  {name:24} {rate:8.0f}/s   {rate / ceiling:6.1%} of no audit")
-    return 0
+    return compare_main(
+        argv, prog="python -m bench.audit_cost", description=__doc__, measure=measure,
+        unit="creates/s",
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

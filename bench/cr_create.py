@@ -22,28 +22,21 @@ Limits: the load generator shares the cores with the server; the CRD's rules are
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import itertools
 import sys
-import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import aiohttp
-import uvloop
 
-from bench.harness import Context, Figure, collect_rounds, figure
+from bench.harness import Context, Figure, figure
+from bench.writes import compare_main, suite_rounds, writes_per_second
 from kubelite.testing import Processes
 from kubelite.testing.waiting import apoll_until
 
 SCENARIO = "cr-create"
 
 Obj = dict[str, Any]
-Request = Callable[[int], tuple[str, str, Obj, str]]
-"""The ``n``-th request of a load: method, path, JSON body and content type."""
 
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 WIDGETS = "/apis/bench.kubelite.io/v1/namespaces/default/widgets"
@@ -101,33 +94,6 @@ WIDGET_CRD: Obj = {
 """A CRD with the schema features a small operator's kind uses."""
 
 
-async def writes_per_second(
-    url: str, request: Request, *, seconds: float, concurrency: int, expect: int
-) -> float:
-    """Requests/s of ``request(n)`` at ``url`` with ``concurrency`` in flight for ``seconds``,
-    each answered ``expect`` (anything else stops the measure: it would not be a write)."""
-    numbers = itertools.count()
-    done = 0
-    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
-        deadline = time.monotonic() + seconds
-
-        async def worker() -> None:
-            nonlocal done
-            while time.monotonic() < deadline:
-                method, path, body, content_type = request(next(numbers))
-                async with session.request(
-                    method, f"{url}{path}", json=body, headers={"Content-Type": content_type}
-                ) as resp:
-                    answer = await resp.read()
-                    if resp.status != expect:
-                        raise RuntimeError(f"{method} {path} answered {resp.status}: {answer!r}")
-                done += 1
-
-        started = time.monotonic()
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
-        return done / (time.monotonic() - started)
-
-
 def _pod(n: int) -> tuple[str, str, Obj, str]:
     body = {
         "apiVersion": "v1",
@@ -180,14 +146,7 @@ async def measure(*, seconds: float, concurrency: int, workdir: Path) -> dict[st
 
 async def run(ctx: Context) -> list[Figure]:
     """The suite's scenario: custom-object creates with Pod creates as the ceiling."""
-    seconds = 1.0 if ctx.quick else 3.0
-
-    async def once(index: int) -> dict[str, float]:
-        workdir = ctx.workdir / f"{SCENARIO}-{index}"
-        workdir.mkdir(parents=True, exist_ok=True)
-        return await measure(seconds=seconds, concurrency=32, workdir=workdir)
-
-    rounds = await collect_rounds(once, rounds=ctx.rounds)
+    rounds, seconds = await suite_rounds(ctx, SCENARIO, measure)
     note = f"32 creates in flight, keep-alive, {seconds:g} s per figure, one apiserver"
     return [
         figure(SCENARIO, "pod", unit="creates/s", samples=rounds["pod"], note=note),
@@ -197,18 +156,10 @@ async def run(ctx: Context) -> list[Figure]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench.cr_create", description=__doc__)
-    p.add_argument("--seconds", type=float, default=3.0)
-    p.add_argument("--concurrency", type=int, default=32)
-    args = p.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="kubelite-cr-bench-") as tmp:
-        rates = uvloop.run(
-            measure(seconds=args.seconds, concurrency=args.concurrency, workdir=Path(tmp))
-        )
-    print(f"creates/s ({args.concurrency} in flight, {args.seconds:g}s each, loopback)")
-    for name, rate in rates.items():
-        print(f"  {name:16} {rate:8.0f}/s   {rate / rates['pod']:6.1%} of pod")
-    return 0
+    return compare_main(
+        argv, prog="python -m bench.cr_create", description=__doc__, measure=measure,
+        unit="creates/s",
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -21,51 +21,17 @@ handshake per request) is not measured.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import itertools
 import ssl
 import sys
-import tempfile
-import time
 from pathlib import Path
 
-import aiohttp
-import uvloop
-
-from bench.harness import Context, Figure, collect_rounds, figure
+from bench.harness import Context, Figure, figure
+from bench.writes import compare_main, configmap_creates, suite_rounds, writes_per_second
 from component import pki
 from kubelite.testing import Processes
 
 SCENARIO = "tls-create"
-
-
-async def creates_per_second(
-    url: str, *, tls: ssl.SSLContext | None, seconds: float, concurrency: int, prefix: str
-) -> float:
-    """Creates/s of small ConfigMaps at ``url`` with ``concurrency`` in flight for ``seconds``
-    (``tls``: the client context for https; the audit-cost bench uses it too)."""
-    names = itertools.count()
-    done = 0
-    connector = aiohttp.TCPConnector(limit=0, ssl=tls if tls is not None else False)
-    async with aiohttp.ClientSession(connector=connector) as session:
-        deadline = time.monotonic() + seconds
-
-        async def worker() -> None:
-            nonlocal done
-            while time.monotonic() < deadline:
-                body = {"metadata": {"name": f"{prefix}-{next(names)}"}, "data": {"k": "v"}}
-                async with session.post(
-                    f"{url}/api/v1/namespaces/default/configmaps", json=body
-                ) as resp:
-                    await resp.read()
-                    if resp.status != 201:
-                        raise RuntimeError(f"create answered {resp.status}")
-                done += 1
-
-        started = time.monotonic()
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
-        return done / (time.monotonic() - started)
 
 
 async def measure(*, seconds: float, concurrency: int, workdir: Path) -> dict[str, float]:
@@ -83,11 +49,20 @@ async def measure(*, seconds: float, concurrency: int, workdir: Path) -> dict[st
         tls.load_cert_chain(admin.cert, admin.key)
         secure_url = f"https://127.0.0.1:{api.port_of('secure')}"
         return {
-            "plain http": await creates_per_second(
-                api.url, tls=None, seconds=seconds, concurrency=concurrency, prefix="plain"
+            "plain http": await writes_per_second(
+                api.url,
+                configmap_creates("plain"),
+                seconds=seconds,
+                concurrency=concurrency,
+                expect=201,
             ),
-            "tls client cert": await creates_per_second(
-                secure_url, tls=tls, seconds=seconds, concurrency=concurrency, prefix="tls"
+            "tls client cert": await writes_per_second(
+                secure_url,
+                configmap_creates("tls"),
+                seconds=seconds,
+                concurrency=concurrency,
+                expect=201,
+                tls=tls,
             ),
         }
     finally:
@@ -96,14 +71,7 @@ async def measure(*, seconds: float, concurrency: int, workdir: Path) -> dict[st
 
 async def run(ctx: Context) -> list[Figure]:
     """The suite's scenario: TLS creates with plain HTTP of the same round as ceiling."""
-    seconds = 1.0 if ctx.quick else 3.0
-
-    async def once(index: int) -> dict[str, float]:
-        workdir = ctx.workdir / f"{SCENARIO}-{index}"
-        workdir.mkdir(parents=True, exist_ok=True)
-        return await measure(seconds=seconds, concurrency=32, workdir=workdir)
-
-    rounds = await collect_rounds(once, rounds=ctx.rounds)
+    rounds, seconds = await suite_rounds(ctx, SCENARIO, measure)
     note = f"32 ConfigMap creates in flight, keep-alive, {seconds:g} s per figure"
     return [
         figure(SCENARIO, "plain http", unit="creates/s", samples=rounds["plain http"],
@@ -114,19 +82,10 @@ async def run(ctx: Context) -> list[Figure]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench.tls_create", description=__doc__)
-    p.add_argument("--seconds", type=float, default=3.0)
-    p.add_argument("--concurrency", type=int, default=32)
-    args = p.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="kubelite-tls-bench-") as tmp:
-        figures = uvloop.run(
-            measure(seconds=args.seconds, concurrency=args.concurrency, workdir=Path(tmp))
-        )
-    plain = figures["plain http"]
-    print(f"creates/s ({args.concurrency} in flight, {args.seconds:g}s each, loopback)")
-    for name, rate in figures.items():
-        print(f"  {name:16} {rate:8.0f}/s   {rate / plain:6.1%} of plain HTTP")
-    return 0
+    return compare_main(
+        argv, prog="python -m bench.tls_create", description=__doc__, measure=measure,
+        unit="creates/s",
+    )  # fmt: skip
 
 
 if __name__ == "__main__":
