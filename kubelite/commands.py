@@ -125,6 +125,7 @@ def apiserver(
     kubelet_client_certificate: Path | None = None,
     kubelet_client_key: Path | None = None,
     kubelet_certificate_authority: Path | None = None,
+    kubelet_preferred_address_types: Sequence[str] | None = None,
     watch_cache_size: int | None = None,
     service_cluster_ip_range: str | None = None,
     log_level: str | None = None,
@@ -146,6 +147,7 @@ def apiserver(
         ("kubelet-client-certificate", kubelet_client_certificate),
         ("kubelet-client-key", kubelet_client_key),
         ("kubelet-certificate-authority", kubelet_certificate_authority),
+        ("kubelet-preferred-address-types", kubelet_preferred_address_types),
         ("watch-cache-size", watch_cache_size),
         ("service-cluster-ip-range", service_cluster_ip_range),
     )

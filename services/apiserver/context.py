@@ -16,6 +16,7 @@ from pathlib import Path
 
 from aiohttp import web
 
+from api.addresses import DNS_ADDRESS_TYPES, IP_ADDRESS_TYPES, PREFERRED_ADDRESS_TYPES
 from api.registry import Registry, ResourceType
 from services.apiserver.service_account_tokens import DEFAULT_ISSUER, TokenKeys
 from services.apiserver.service_allocation import (
@@ -68,6 +69,10 @@ class ServerOptions:
     kubelet_client_key: Path | None = None
     kubelet_certificate_authority: Path | None = None
     """The CA kubelets' serving certificates must chain to (``--kubelet-certificate-authority``)."""
+    kubelet_preferred_address_types: tuple[str, ...] = PREFERRED_ADDRESS_TYPES
+    """The Node address types a kubelet is dialled at, first reported first
+    (``--kubelet-preferred-address-types``); kubelite's default puts InternalIP first, as its
+    kubelets' Hostname (the node name) need not resolve on the host."""
     event_ttl: float = 3600.0
     """Seconds an Event lives after its last write (``--event-ttl``, Kubernetes' default 1h)."""
     compaction_window: int = 10_000
@@ -149,6 +154,13 @@ class ServerOptions:
             )
         if (self.kubelet_client_certificate is None) != (self.kubelet_client_key is None):
             raise ValueError("--kubelet-client-certificate and --kubelet-client-key go together")
+        known = (*IP_ADDRESS_TYPES, *DNS_ADDRESS_TYPES)
+        unknown_types = [t for t in self.kubelet_preferred_address_types if t not in known]
+        if unknown_types or not self.kubelet_preferred_address_types:
+            raise ValueError(
+                f"--kubelet-preferred-address-types {','.join(self.kubelet_preferred_address_types)}"
+                f": each must be one of {','.join(known)}"
+            )
         if self.audit_log_maxsize < 0 or self.audit_log_maxbackup < 0:
             raise ValueError("the audit log's size and backup count must be >= 0")
         if self.service_repair_interval <= 0 or self.service_leak_grace < 0:

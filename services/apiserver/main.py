@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import component
+from api.addresses import PREFERRED_ADDRESS_TYPES
 from api.registry import REGISTRY
 from component.flags import (
     add_log_flags,
@@ -177,6 +178,15 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="FILE",
         help="the CA kubelets' serving certificates must chain to (default: not verified)",
+    )
+    tls.add_argument(
+        "--kubelet-preferred-address-types",
+        type=lambda text: tuple(t.strip() for t in text.split(",") if t.strip()),
+        default=PREFERRED_ADDRESS_TYPES,
+        metavar="TYPE1,TYPE2",
+        help="the Node address types a kubelet is dialled at, in order; the certificate "
+        "of an https kubelet must name the address chosen "
+        f"(default: {','.join(PREFERRED_ADDRESS_TYPES)})",
     )
     p.add_argument(
         "--authorization-mode",
@@ -350,6 +360,7 @@ def parse_args(argv: Sequence[str]) -> tuple[ServerOptions, argparse.Namespace]:
             kubelet_client_certificate=args.kubelet_client_certificate,
             kubelet_client_key=args.kubelet_client_key,
             kubelet_certificate_authority=args.kubelet_certificate_authority,
+            kubelet_preferred_address_types=args.kubelet_preferred_address_types,
             event_ttl=args.event_ttl,
             compaction_window=args.compaction_window,
             compaction_interval=args.compaction_interval,

@@ -1,11 +1,14 @@
 """``pods/{name}/log``, ``exec`` and ``portforward``: the apiserver forwards them to the kubelet.
 
 Why: as in Kubernetes, logs, exec and port-forward are served by the kubelet of the pod's node; the apiserver
-only finds that kubelet — the node's ``InternalIP`` and ``status.daemonEndpoints.kubeletEndpoint
-.Port`` — checks the request against the pod (container name, phase) and relays bytes. The
-kubelet URL is assembled from a parsed address (a bare IP or DNS name, ``api.addresses``) and an
-integer port, never by pasting stored strings, so a Node's fields cannot point the apiserver at
-any other URL; a Node with no such address is a 503 ``no preferred addresses found``.
+only finds that kubelet — the first of the node's ``status.addresses`` whose type comes first
+in ``--kubelet-preferred-address-types`` (Kubernetes' ``GetPreferredNodeAddress``; kubelite's
+default starts with ``InternalIP``, Kubernetes' with ``Hostname``) and ``status.daemonEndpoints
+.kubeletEndpoint.Port`` — checks the request against the pod (container name, phase) and relays
+bytes. The kubelet URL is assembled from a parsed address (a bare IP or DNS name,
+``api.addresses``; an invalid one is skipped) and an integer port, never by pasting stored
+strings, so a Node's fields cannot point the apiserver at any other URL; a Node with no such
+address is a 503 ``no preferred addresses found``.
 
 * ``GET .../log?container=&follow=&tailLines=&sinceSeconds=&sinceTime=&timestamps=&previous=
   &limitBytes=`` → ``GET /containerLogs/{ns}/{pod}/{container}`` on the kubelet, the body streamed
@@ -37,7 +40,9 @@ own client certificate (``kube-apiserver-kubelet-client`` in ``system:masters`` 
 up``, which the kubelet authenticates and asks the apiserver to authorize) and checks each
 kubelet's serving certificate against the CA for the very address it dials — a kubelet whose
 certificate another CA signed, or that does not name that address, is never sent a byte of the
-request (500 ``error dialing backend: ...``). Without the CA the certificate is not checked (as
+request (500 ``error dialing backend: ...``). A kubelet whose IP is only known once it starts (a
+container's) is dialled by its ``Hostname`` — the node name its certificate names — when that
+type is preferred. Without the CA the certificate is not checked (as
 Kubernetes; logged at start). Without any of the three: plain HTTP, as kubelets serve it when
 they are given no certificate.
 
@@ -50,7 +55,7 @@ import asyncio
 import contextlib
 import logging
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -58,7 +63,7 @@ import aiohttp
 from aiohttp import web
 from yarl import URL
 
-from api.addresses import dialable_address
+from api.addresses import PREFERRED_ADDRESS_TYPES, dialable_address
 from api.errors import BadRequest, Forbidden, InternalError, NotFound, ServiceUnavailable
 from services.apiserver.context import CONTEXT, ServerOptions
 from services.apiserver.raw_upgrade import RawUpgrade
@@ -155,12 +160,19 @@ async def _kubelet_base(request: web.Request, pod: Obj) -> URL | None:
         node = await _get(request, "nodes", None, node_name)
     except NotFound:
         raise InternalError(f'nodes "{node_name}" not found') from None
-    https = request.app[CONTEXT].options.kubelet_https
-    return kubelet_url(node, scheme="https" if https else "http")
+    options = request.app[CONTEXT].options
+    return kubelet_url(
+        node,
+        scheme="https" if options.kubelet_https else "http",
+        preferred=options.kubelet_preferred_address_types,
+    )
 
 
-def kubelet_url(node: Obj, *, scheme: str = "http") -> URL:
-    """Where ``node``'s kubelet listens, or ``ServiceUnavailable``.
+def kubelet_url(
+    node: Obj, *, scheme: str = "http", preferred: Sequence[str] = PREFERRED_ADDRESS_TYPES
+) -> URL:
+    """Where ``node``'s kubelet listens — its first valid address of the first ``preferred``
+    type it has — or ``ServiceUnavailable``.
 
     Only a bare IP or DNS name (``api.addresses``) and an integer port in 1..65535 ever reach
     the URL, and yarl assembles it (brackets for IPv6), so no stored value can add a path, a
@@ -171,7 +183,14 @@ def kubelet_url(node: Obj, *, scheme: str = "http") -> URL:
     endpoint = (status.get("daemonEndpoints") or {}).get("kubeletEndpoint") or {}
     port = endpoint.get("Port")
     listed = [a for a in status.get("addresses") or [] if isinstance(a, dict)]
-    host = dialable_address(listed)
+    host = next(
+        (
+            address
+            for kind in preferred
+            if (address := dialable_address([a for a in listed if a.get("type") == kind]))
+        ),
+        None,
+    )
     if host is None:
         known = " ".join(f"{{{a.get('type')} {a.get('address')}}}" for a in listed)
         raise ServiceUnavailable(

@@ -10,6 +10,8 @@ the apiserver's secure port with a kubeconfig the one-shot ``pki`` service wrote
 volume it mounts read-only, and starts only after that service completed. The ``ha``
 profile's services (a second, highly available cluster) are checked the same way, and to agree
 with each other: one etcd cluster, every apiserver on all of it, the front before every one.
+Every kubelet serves TLS with the certificate ``certs init`` issues for its node name (run here),
+and every apiserver dials it by that name with its own kubelet client certificate.
 """
 
 from __future__ import annotations
@@ -18,12 +20,14 @@ import importlib
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 import pytest
 import yaml
+from cryptography import x509
 
-from kubelite import commands, node
+from kubelite import cluster_pki, commands, node
 from kubelite.cli import COMMANDS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -86,6 +90,28 @@ def test_every_service_runs_a_kubelite_command_whose_flags_parse(compose: dict) 
         _parse(service["command"])
 
 
+KUBELET_CLIENT: dict[str, Any] = {
+    "kubelet_client_certificate": Path("/pki/pki/apiserver-kubelet-client.crt"),
+    "kubelet_client_key": Path("/pki/pki/apiserver-kubelet-client.key"),
+    "kubelet_certificate_authority": Path("/pki/pki/ca.crt"),
+    # a container's IP is known only once it starts; its name is in its kubelet's certificate
+    "kubelet_preferred_address_types": ["Hostname", "InternalIP"],
+}
+"""How an apiserver of the compose file reaches kubelets: over https, as itself, by name."""
+
+
+def _kubelet_tls(node: str) -> dict[str, Any]:
+    """A compose kubelet's server: TLS with its ``certs init`` certificate, and only whom the
+    apiserver authenticates and authorizes let in."""
+    return {
+        "tls_cert_file": Path(f"/pki/pki/kubelet-{node}.crt"),
+        "tls_private_key_file": Path(f"/pki/pki/kubelet-{node}.key"),
+        "client_ca_file": Path("/pki/pki/ca.crt"),
+        "authentication_token_webhook": True,
+        "authorization_mode": "Webhook",
+    }
+
+
 def test_every_command_is_what_the_argv_source_builds(compose: dict) -> None:
     """The compose settings, through ``kubelite.commands``, give the file's command lists."""
     pki, kubeconfigs = Path("/pki/pki"), Path("/pki/kubeconfigs")
@@ -109,6 +135,7 @@ def test_every_command_is_what_the_argv_source_builds(compose: dict) -> None:
             tls_private_key_file=pki / "apiserver.key",
             client_ca_file=pki / "ca.crt",
             service_account_signing_key_file=pki / "sa.key",
+            **KUBELET_CLIENT,
             service_cluster_ip_range=service_range,
         ),
         "controller-manager": commands.controller_manager(
@@ -128,6 +155,7 @@ def test_every_command_is_what_the_argv_source_builds(compose: dict) -> None:
                     address="0.0.0.0",
                     port=10250,
                     healthz_port=10248,
+                    **_kubelet_tls(node),
                 ),
                 proxy_healthz_port=10256,
                 proxy_kubeconfig=kubeconfigs / "proxy.conf",
@@ -209,8 +237,8 @@ def test_health_checks_probe_what_each_component_serves(compose: dict) -> None:
             f"http://127.0.0.1:{kubelet.healthz_port}/healthz",
             f"http://{proxy.healthz_bind_address}:{proxy.healthz_port}/healthz",
         ]
-        # the apiserver proxies logs and exec to the node's InternalIP and kubelet port: the
-        # kubelet must listen beyond its own loopback and advertise a name the network resolves
+        # the apiserver proxies logs and exec to the node's Hostname (its name) and kubelet
+        # port: the kubelet must listen beyond its own loopback, under a name the network resolves
         assert kubelet.address == "0.0.0.0"
         assert kubelet.node_ip == services[name]["hostname"] == name
     for name, service in services.items():
@@ -277,6 +305,7 @@ def _ha_expected() -> dict[str, commands.Command]:
                 tls_private_key_file=pki / "apiserver.key",
                 client_ca_file=pki / "ca.crt",
                 service_account_signing_key_file=pki / "sa.key",
+                **KUBELET_CLIENT,
                 service_cluster_ip_range=service_range,
             )
             for name in HA_APISERVERS
@@ -297,6 +326,7 @@ def _ha_expected() -> dict[str, commands.Command]:
                 address="0.0.0.0",
                 port=10250,
                 healthz_port=10248,
+                **_kubelet_tls("ha-node1"),
             ),
             proxy_healthz_port=10256,
             proxy_kubeconfig=kubeconfigs / "proxy.conf",
@@ -350,3 +380,48 @@ def test_the_ha_profile_agrees_with_itself(ha: dict) -> None:
         assert ha[name]["depends_on"]["ha-front"] == {"condition": "service_healthy"}, name
     for service in ha.values():
         assert service["profiles"] == ["ha"]
+
+
+@pytest.mark.parametrize("profile", ["default", "ha"])
+def test_kubelets_serve_tls_with_certificates_naming_the_address_the_apiserver_dials(
+    profile: str, compose: dict, ha: dict, tmp_path: Path
+) -> None:
+    """The ``pki`` service's own command, run here, issues every file the apiserver and the
+    kubelets are given; each kubelet's certificate names its node, which the kubelet reports as
+    its Hostname address (``node_status``) and which the apiserver dials first."""
+    services = compose["services"] if profile == "default" else ha
+    pki_name = "pki" if profile == "default" else "ha-pki"
+    nodes = [n for n, s in services.items() if s["command"][0] == "node"]
+    apiservers = [n for n, s in services.items() if s["command"][0] == "apiserver"]
+    mount = _parse(services[pki_name]["command"]).state_dir
+    # the pki service's arguments, its volume here in tmp_path (a later flag wins)
+    assert cluster_pki.main([*services[pki_name]["command"][1:], f"--state-dir={tmp_path}"]) == 0
+
+    def issued(path: object) -> Path:
+        return tmp_path / Path(str(path)).relative_to(mount)
+
+    def names(cert: Path) -> list[str]:
+        parsed = x509.load_pem_x509_certificate(cert.read_bytes())
+        alt = parsed.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+        return alt.get_values_for_type(x509.DNSName)
+
+    ca = None
+    for name in apiservers:
+        api = _parse(services[name]["command"])
+        assert api.kubelet_preferred_address_types[0] == "Hostname", name
+        client = x509.load_pem_x509_certificate(issued(api.kubelet_client_certificate).read_bytes())
+        assert client.subject.rfc4514_string() == (
+            "CN=kube-apiserver-kubelet-client,O=system:masters"
+        )
+        assert issued(api.kubelet_client_key).exists()
+        ca = issued(api.kubelet_certificate_authority)
+    assert ca is not None and ca.exists()
+    for name in nodes:
+        kubelet = _parse(services[name]["command"])
+        assert kubelet.node_name == services[name]["hostname"] == name
+        assert name in names(issued(kubelet.tls_cert_file)), name
+        assert issued(kubelet.tls_private_key_file).exists()
+        assert issued(kubelet.client_ca_file) == ca
+        assert kubelet.authentication_token_webhook and kubelet.authorization_mode == "Webhook"
+        # the health check stays on the unauthenticated health port, over plain http
+        assert _health_urls(services[name])[0] == f"http://127.0.0.1:{kubelet.healthz_port}/healthz"
