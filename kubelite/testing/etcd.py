@@ -5,12 +5,15 @@ binary (package ``etcd-server``, which ``make test`` installs) — never a fake.
 place that starts it, so the store's conformance suite, its kill -9 tests, the apiserver's
 etcd smoke test and ``bench/etcd_store.py`` share one way to run it.
 
-A member runs as a single-member cluster with its data in ``data_dir``; ``kill()`` sends
+A member runs as a single-member cluster with its data in ``data_dir`` — or, given
+``initial_cluster``, as one member of several (start those concurrently: none is ready before a
+quorum has elected a leader), possibly inside a private network namespace
+(``kubelite.testing.netns``) on fixed addresses and ports; ``kill()`` sends
 SIGKILL (or any signal), ``start()`` again brings it back on the same ports over the same data,
 as a restart by hand would. Readiness is etcd's own log line "ready to serve client requests",
 read by a thread that copies etcd's output to ``<data_dir>.log``.
 
-Limits: etcd cannot report a port it chose itself, so its two ports are picked free by the
+Limits: etcd cannot report a port it chose itself, so unless given, its two ports are picked free by the
 kernel (bind to port 0, release) just before start; if another process takes one meanwhile,
 start fails and is tried once more with new ports. ``ETCD_BINARY`` names the binary
 (default: ``etcd`` on the PATH); ``available()`` says whether there is one.
@@ -24,6 +27,7 @@ import signal
 import socket
 import subprocess
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 __all__ = ["EtcdFailed", "EtcdMember", "available", "binary"]
@@ -56,18 +60,40 @@ def _free_port() -> int:
 class EtcdMember:
     """A single-member etcd cluster whose data lives in ``data_dir``."""
 
-    def __init__(self, data_dir: Path, *, name: str = "kubelite-test") -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        name: str = "kubelite-test",
+        host: str = "127.0.0.1",
+        client_port: int = 0,
+        peer_port: int = 0,
+        initial_cluster: Sequence[str] = (),
+        launcher: Sequence[str] = (),
+        group: int | None = None,
+    ) -> None:
+        """``initial_cluster`` (``name=peer-url`` of every member) makes it one member of a
+        larger cluster; ``launcher`` prefixes etcd's argv (``NetworkNamespace.launcher()``);
+        ``group`` runs it under that group id, which firewall rules can match (``-m owner``)."""
         self.data_dir = data_dir
         self.name = name
+        self.host = host
         self.log_path = data_dir.with_name(data_dir.name + ".log")
-        self.client_port = 0
-        self.peer_port = 0
+        self.client_port = client_port
+        self.peer_port = peer_port
+        self.initial_cluster = list(initial_cluster)
+        self.launcher = list(launcher)
+        self.group = group
         self._process: subprocess.Popen[str] | None = None
 
     @property
     def endpoint(self) -> str:
         """``host:port`` of the client API (what ``etcd://`` URLs list)."""
-        return f"127.0.0.1:{self.client_port}"
+        return f"{self.host}:{self.client_port}"
+
+    @property
+    def peer_url(self) -> str:
+        return f"http://{self.host}:{self.peer_port}"
 
     @property
     def pid(self) -> int | None:
@@ -93,8 +119,10 @@ class EtcdMember:
         if executable is None:
             raise EtcdFailed("no etcd binary on the PATH (apt-get install etcd-server)")
         client = f"http://{self.endpoint}"
-        peer = f"http://127.0.0.1:{self.peer_port}"
+        peer = self.peer_url
+        initial_cluster = ",".join(self.initial_cluster) or f"{self.name}={peer}"
         argv = [
+            *self.launcher,
             executable,
             f"--name={self.name}",
             f"--data-dir={self.data_dir}",
@@ -102,7 +130,7 @@ class EtcdMember:
             f"--advertise-client-urls={client}",
             f"--listen-peer-urls={peer}",
             f"--initial-advertise-peer-urls={peer}",
-            f"--initial-cluster={self.name}={peer}",
+            f"--initial-cluster={initial_cluster}",
         ]
         log = self.log_path.open("a")
         process = subprocess.Popen(
@@ -111,6 +139,8 @@ class EtcdMember:
             stderr=subprocess.STDOUT,
             text=True,
             start_new_session=True,
+            group=self.group,
+            extra_groups=[] if self.group is not None else None,
         )
         self._process = process
         ready = threading.Event()
