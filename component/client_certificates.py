@@ -22,6 +22,10 @@ What it owns:
   (not CPython, an ``_ssl`` without those symbols, an OpenSSL whose version is not ``ssl``'s,
   or a pointer whose ``SSL_CTX`` does not report the context's own options); the handshake
   then refuses a certificate it cannot verify, as before.
+* ``serving_context(cert, key, client_ca)``: the server context the apiserver and the kubelet
+  both serve with — TLS 1.2 or newer, their certificate, and (given a client CA) client
+  certificates asked for and taken unchecked as above, a warning logged where they cannot be;
+  ``peer_certificate(transport)``: the DER leaf a connection's client presented, if any.
 * ``verify_client_certificate``: what Go's ``x509.Certificate.Verify`` does for the
   authenticator, given the leaf and the ``--client-ca-file`` pool: the leaf must be signed by
   a certificate of the pool (each is a trust anchor, as in Go's ``Roots``), both must be
@@ -38,8 +42,10 @@ still proves the client holds the certificate's private key (OpenSSL checks its
 
 from __future__ import annotations
 
+import asyncio
 import ctypes
 import datetime
+import logging
 import ssl
 import sys
 from collections.abc import Sequence
@@ -52,9 +58,13 @@ from cryptography.x509.oid import ExtendedKeyUsageOID
 __all__ = [
     "UntrustedCertificate",
     "load_authorities",
+    "peer_certificate",
     "request_client_certificates",
+    "serving_context",
     "verify_client_certificate",
 ]
+
+log = logging.getLogger(__name__)
 
 INCOMPATIBLE_USAGE = "x509: certificate specifies an incompatible key usage"
 SSL_VERIFY_PEER = 1
@@ -113,6 +123,32 @@ def request_client_certificates(context: ssl.SSLContext) -> bool:
         return False
     library.SSL_CTX_set_verify(ssl_ctx, SSL_VERIFY_PEER, _ACCEPT_EVERY_CHAIN)
     return True
+
+
+def serving_context(
+    cert_file: str | Path, key_file: str | Path, client_ca_file: str | Path | None
+) -> ssl.SSLContext:
+    """A server's TLS context; with ``client_ca_file``, client certificates requested."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(cert_file, key_file)
+    if client_ca_file is not None:
+        context.load_verify_locations(cafile=client_ca_file)
+        context.verify_mode = ssl.CERT_OPTIONAL
+        if not request_client_certificates(context):
+            log.warning(
+                "this Python's ssl cannot take an unverified client certificate: the TLS "
+                "handshake refuses one that does not chain to --client-ca-file (not a 401)"
+            )
+    return context
+
+
+def peer_certificate(transport: asyncio.BaseTransport | None) -> bytes | None:
+    """The DER certificate the client of ``transport`` presented (None: none, or not TLS)."""
+    ssl_object = transport.get_extra_info("ssl_object") if transport is not None else None
+    if not isinstance(ssl_object, ssl.SSLObject | ssl.SSLSocket):
+        return None
+    return ssl_object.getpeercert(binary_form=True) or None
 
 
 def load_authorities(path: Path) -> tuple[x509.Certificate, ...]:

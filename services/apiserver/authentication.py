@@ -47,7 +47,6 @@ import csv
 import datetime
 import json
 import logging
-import ssl
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -60,7 +59,11 @@ from cryptography import x509
 from cryptography.x509.oid import NameOID
 
 from api.errors import Unauthorized
-from component.client_certificates import UntrustedCertificate, verify_client_certificate
+from component.client_certificates import (
+    UntrustedCertificate,
+    peer_certificate,
+    verify_client_certificate,
+)
 from services.apiserver.context import CONTEXT, ApiContext
 from services.apiserver.identity import (
     ANONYMOUS,
@@ -154,12 +157,8 @@ def _certificate_user(
 ) -> UserInfo | None:
     """The user of the client certificate, if the client sent one; ``InvalidCredentials`` if
     it does not verify against ``authorities``."""
-    transport = request.transport
-    ssl_object = transport.get_extra_info("ssl_object") if transport is not None else None
-    if not isinstance(ssl_object, ssl.SSLObject | ssl.SSLSocket):
-        return None
-    der = ssl_object.getpeercert(binary_form=True)
-    if not der:
+    der = peer_certificate(request.transport)
+    if der is None:
         return None
     at = datetime.datetime.fromtimestamp(now, datetime.UTC)
     try:

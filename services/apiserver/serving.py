@@ -27,18 +27,16 @@ Limits: the context is built once at start; renewed files are read on the next s
 from __future__ import annotations
 
 import ipaddress
-import logging
 import ssl
 from dataclasses import replace
 from pathlib import Path
 
 from component import pki
-from component.client_certificates import request_client_certificates
+from component.client_certificates import serving_context
 from services.apiserver.context import ServerOptions
 
 __all__ = ["is_loopback", "server_ssl_context", "serving_hosts", "with_self_made_pki"]
 
-log = logging.getLogger(__name__)
 
 KUBERNETES_NAMES = (
     "kubernetes",
@@ -93,15 +91,6 @@ def with_self_made_pki(options: ServerOptions) -> ServerOptions:
 
 def server_ssl_context(options: ServerOptions) -> ssl.SSLContext:
     assert options.tls_cert_file is not None and options.tls_private_key_file is not None
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
-    context.load_cert_chain(options.tls_cert_file, options.tls_private_key_file)
-    if options.client_ca_file is not None:
-        context.load_verify_locations(cafile=options.client_ca_file)
-        context.verify_mode = ssl.CERT_OPTIONAL
-        if not request_client_certificates(context):
-            log.warning(
-                "this Python's ssl cannot take an unverified client certificate: the TLS "
-                "handshake refuses one that does not chain to --client-ca-file (not a 401)"
-            )
-    return context
+    return serving_context(
+        options.tls_cert_file, options.tls_private_key_file, options.client_ca_file
+    )

@@ -66,7 +66,8 @@ from client.rest import ApiClient
 from component.client_certificates import (
     UntrustedCertificate,
     load_authorities,
-    request_client_certificates,
+    peer_certificate,
+    serving_context,
     verify_client_certificate,
 )
 
@@ -162,18 +163,7 @@ class KubeletAuthOptions:
 
     def server_ssl_context(self) -> ssl.SSLContext:
         assert self.tls_cert_file is not None and self.tls_private_key_file is not None
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.minimum_version = ssl.TLSVersion.TLSv1_2
-        context.load_cert_chain(self.tls_cert_file, self.tls_private_key_file)
-        if self.client_ca_file is not None:
-            context.load_verify_locations(cafile=self.client_ca_file)
-            context.verify_mode = ssl.CERT_OPTIONAL
-            if not request_client_certificates(context):
-                log.warning(
-                    "this Python's ssl cannot take an unverified client certificate: the TLS "
-                    "handshake refuses one that does not chain to --client-ca-file (not a 401)"
-                )
-        return context
+        return serving_context(self.tls_cert_file, self.tls_private_key_file, self.client_ca_file)
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,12 +261,8 @@ class Untrusted(Exception):
 def _certificate_user(request: web.Request, authorities: Sequence[x509.Certificate]) -> User | None:
     """The user of the client certificate, if one was sent; ``Untrusted`` if it does not
     verify against ``authorities`` (the handshake took it unchecked, as Go's)."""
-    transport = request.transport
-    ssl_object = transport.get_extra_info("ssl_object") if transport is not None else None
-    if not isinstance(ssl_object, ssl.SSLObject | ssl.SSLSocket):
-        return None
-    der = ssl_object.getpeercert(binary_form=True)
-    if not der:
+    der = peer_certificate(request.transport)
+    if der is None:
         return None
     try:
         cert = verify_client_certificate(der, authorities, now=datetime.datetime.now(datetime.UTC))
