@@ -22,6 +22,9 @@ What a backend does not own: object semantics. Values are opaque bytes (the apis
 ``mod_revision`` on the way out, as Kubernetes does with etcd.
 
 Keys are ``/``-separated strings; a prefix used for listing or watching should end with ``/``.
+
+A write may carry a ``ttl`` (Events do): a backend with leases (etcd) deletes the key once it
+expires; the others ignore it, and nothing may rely on it happening.
 """
 
 from __future__ import annotations
@@ -209,14 +212,23 @@ class Store(Protocol):
         """
         ...
 
-    async def create(self, key: str, value: bytes) -> KeyValue:
-        """Create ``key``; raises ``KeyExists`` if it is live. Durable before it returns."""
+    async def create(self, key: str, value: bytes, *, ttl: float | None = None) -> KeyValue:
+        """Create ``key``; raises ``KeyExists`` if it is live. Durable before it returns.
+
+        ``ttl``: seconds after which the store may delete the key by itself (etcd: a lease,
+        which may run up to a minute longer so that writes share leases). A hint only: a
+        backend without leases ignores it, so whoever needs the key gone on time deletes it
+        too (the apiserver's Event sweeper does). The deletion is an ordinary DELETED event.
+        """
         ...
 
-    async def update(self, key: str, value: bytes, *, expected_revision: int) -> KeyValue:
+    async def update(
+        self, key: str, value: bytes, *, expected_revision: int, ttl: float | None = None
+    ) -> KeyValue:
         """Replace ``key`` if its ``mod_revision`` is ``expected_revision``.
 
         Raises ``KeyNotFound`` if it is not live, ``RevisionMismatch`` if it moved on.
+        ``ttl`` as for ``create``, counted from this write (None: the key lives until deleted).
         """
         ...
 

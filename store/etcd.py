@@ -52,8 +52,14 @@ they were made (as SQLite's single writer does; the conformance suite relies on 
 caps one apiserver's writes at etcd's single-request rate (the 327/s above); reads and watches
 run in parallel.
 
-What it does not do: Events' TTL through etcd leases (the contract has no TTL; the apiserver's
-``eventttl`` sweeper deletes old Events on every backend); progress notifications (the
+**Leases.** A write with a ``ttl`` (the apiserver gives Events ``--event-ttl``) attaches the key
+to an etcd lease, so etcd deletes it on expiry (a DELETED event like any other). As Kubernetes'
+lease manager does, a lease is granted for ``ttl`` plus a reuse window (5% of ``ttl``, at most
+60 s) and shared by every write with the same ``ttl`` while it still outlives ``ttl``: one grant
+per window, not per Event, so a key lives between ``ttl`` and ``ttl`` + the window after its
+last write. etcd raises a TTL below its minimum (about 2 s) to that minimum.
+
+What it does not do: cap the keys per lease (Kubernetes starts a new lease after 1000); progress notifications (the
 contract's watch yields only events; several apiservers will need them); a watch cache of its
 own (the apiserver has one).
 """
@@ -122,7 +128,13 @@ _NEVER_APPLIED: Final = {
 }
 """Refusals etcd gives before proposing a write: retrying one cannot apply it twice."""
 
+LEASE_REUSE_FRACTION: Final = 0.05
+LEASE_REUSE_MAX: Final = 60
+"""A lease is shared by writes for ``min(5% of ttl, 60)`` seconds, as Kubernetes' (the
+apiserver's ``--lease-reuse-duration-seconds`` default)."""
+
 _COMPACTED_TEXT: Final = "required revision has been compacted"
+_LEASE_GONE_TEXT: Final = "requested lease not found"
 _FUTURE_TEXT: Final = "required revision is a future revision"
 _TOO_LARGE_TEXT: Final = "request is too large"
 
@@ -343,6 +355,9 @@ class EtcdStore:
         made, as with SQLite's single writer (``asyncio.Lock`` wakes its waiters in order)."""
         self._compacted = 0
         self._closed = False
+        self._leases: dict[int, tuple[str, float]] = {}
+        """Per TTL in seconds: the lease writes share now, and when it expires (loop time)."""
+        self._lease_lock = asyncio.Lock()
         self._watches: dict[_Buffer, asyncio.Task[None]] = {}
         """Each open watch's buffer and the task that reads its etcd stream into it."""
 
@@ -457,20 +472,23 @@ class EtcdStore:
         at = revision or _revision(answer) - origin
         return ListResult(items=items, revision=at, more=bool(answer.get("more")))
 
-    async def create(self, key: str, value: bytes) -> KeyValue:
+    async def create(self, key: str, value: bytes, *, ttl: float | None = None) -> KeyValue:
         origin = await self._ready()
         etcd_key = _b64(self._key(key))
         answer = await self._txn(
             compare={"key": etcd_key, "target": "CREATE", "create_revision": "0"},
             success={"request_put": {"key": etcd_key, "value": base64.b64encode(value).decode()}},
             failure={"request_range": {"key": etcd_key}},
+            ttl=ttl,
         )
         if not answer.get("succeeded"):
             raise KeyExists(key)
         revision = _revision(answer) - origin
         return KeyValue(key, value, revision, revision)
 
-    async def update(self, key: str, value: bytes, *, expected_revision: int) -> KeyValue:
+    async def update(
+        self, key: str, value: bytes, *, expected_revision: int, ttl: float | None = None
+    ) -> KeyValue:
         origin = await self._ready()
         etcd_key = _b64(self._key(key))
         answer = await self._txn(
@@ -487,6 +505,7 @@ class EtcdStore:
                 }
             },
             failure={"request_range": {"key": etcd_key}},
+            ttl=ttl,
         )
         if not answer.get("succeeded"):
             raise self._lost(key, expected_revision, answer, origin=origin)
@@ -599,7 +618,30 @@ class EtcdStore:
         return StoreError(f"etcd refused the request: {err.message} (gRPC code {err.code})")
 
     async def _txn(
-        self, *, compare: dict[str, Any], success: dict[str, Any], failure: dict[str, Any]
+        self,
+        *,
+        compare: dict[str, Any],
+        success: dict[str, Any],
+        failure: dict[str, Any],
+        ttl: float | None = None,
+    ) -> dict[str, Any]:
+        """One compare-and-swap; with a ``ttl``, its put is attached to a lease for it.
+
+        A lease revoked by someone else fails the txn before it applies: it is retried once
+        with a freshly granted lease.
+        """
+        if ttl is not None:
+            success["request_put"]["lease"] = await self._lease(ttl)
+        try:
+            return await self._apply(compare, success, failure)
+        except StoreError as err:
+            if ttl is None or _LEASE_GONE_TEXT not in str(err):
+                raise
+        success["request_put"]["lease"] = await self._lease(ttl, fresh=True)
+        return await self._apply(compare, success, failure)
+
+    async def _apply(
+        self, compare: dict[str, Any], success: dict[str, Any], failure: dict[str, Any]
     ) -> dict[str, Any]:
         async with self._write_order:
             return await self._call(
@@ -611,6 +653,21 @@ class EtcdStore:
                 },
                 write=True,
             )
+
+    async def _lease(self, ttl: float, *, fresh: bool = False) -> str:
+        """The ID of a lease that expires between ``ttl`` and ``ttl`` + the reuse window from
+        now: the one granted for this ``ttl`` while it still does, else a new one."""
+        seconds = max(1, math.ceil(ttl))
+        reuse = min(int(seconds * LEASE_REUSE_FRACTION), LEASE_REUSE_MAX)
+        async with self._lease_lock:
+            now = asyncio.get_running_loop().time()
+            held = self._leases.get(seconds)
+            if held is not None and not fresh and now + seconds < held[1] <= now + seconds + reuse:
+                return held[0]
+            answer = await self._call("/v3/lease/grant", {"TTL": str(seconds + reuse)})
+            lease = str(answer["ID"])
+            self._leases[seconds] = (lease, now + seconds + reuse)
+            return lease
 
     def _lost(
         self, key: str, expected: int | None, answer: dict[str, Any], *, origin: int

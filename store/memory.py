@@ -87,13 +87,17 @@ class MemoryStore:
             items.append(kv)
         return ListResult(items=items, revision=at)
 
-    async def create(self, key: str, value: bytes) -> KeyValue:
+    async def create(self, key: str, value: bytes, *, ttl: float | None = None) -> KeyValue:
+        """``ttl`` is ignored: this backend has no leases (``store.base``)."""
         record = self._append(Op(WriteKind.CREATE, key, value))
         kv = record.kv()
         assert kv is not None
         return kv
 
-    async def update(self, key: str, value: bytes, *, expected_revision: int) -> KeyValue:
+    async def update(
+        self, key: str, value: bytes, *, expected_revision: int, ttl: float | None = None
+    ) -> KeyValue:
+        """``ttl`` is ignored: this backend has no leases (``store.base``)."""
         record = self._append(Op(WriteKind.UPDATE, key, value, expected_revision))
         kv = record.kv()
         assert kv is not None

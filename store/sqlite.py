@@ -615,10 +615,14 @@ class SqliteStore:
 
         return await self._read(read)
 
-    async def create(self, key: str, value: bytes) -> KeyValue:
+    async def create(self, key: str, value: bytes, *, ttl: float | None = None) -> KeyValue:
+        """``ttl`` is ignored: this backend has no leases (``store.base``)."""
         return await self._write(Op(WriteKind.CREATE, key, value))
 
-    async def update(self, key: str, value: bytes, *, expected_revision: int) -> KeyValue:
+    async def update(
+        self, key: str, value: bytes, *, expected_revision: int, ttl: float | None = None
+    ) -> KeyValue:
+        """``ttl`` is ignored: this backend has no leases (``store.base``)."""
         return await self._write(Op(WriteKind.UPDATE, key, value, expected_revision))
 
     async def delete(self, key: str, *, expected_revision: int | None = None) -> KeyValue:

@@ -183,7 +183,8 @@ class ApiContext:
 
     def __post_init__(self) -> None:
         for rt in self.registry:
-            self.storages[(rt.group, rt.plural)] = ObjectStorage(self.store, rt)
+            ttl = self.options.event_ttl if (rt.group, rt.plural) == ("", "events") else None
+            self.storages[(rt.group, rt.plural)] = ObjectStorage(self.store, rt, ttl=ttl)
 
     def storage(self, rt: ResourceType) -> ObjectStorage:
         return self.storages[(rt.group, rt.plural)]

@@ -347,14 +347,16 @@ class EncryptingStore:
             raise failure
         return dataclasses.replace(result, items=readable)
 
-    async def create(self, key: str, value: bytes) -> KeyValue:
-        kv = await self.inner.create(key, self._seal(key, value))
+    async def create(self, key: str, value: bytes, *, ttl: float | None = None) -> KeyValue:
+        kv = await self.inner.create(key, self._seal(key, value), ttl=ttl)
         return dataclasses.replace(kv, value=value)
 
-    async def update(self, key: str, value: bytes, *, expected_revision: int) -> KeyValue:
+    async def update(
+        self, key: str, value: bytes, *, expected_revision: int, ttl: float | None = None
+    ) -> KeyValue:
         try:
             kv = await self.inner.update(
-                key, self._seal(key, value), expected_revision=expected_revision
+                key, self._seal(key, value), expected_revision=expected_revision, ttl=ttl
             )
         except RevisionMismatch as exc:
             raise RevisionMismatch(key, exc.expected, self._open(exc.current)) from None

@@ -2,9 +2,11 @@
 
 Why: components record an Event for every scheduling failure, image pull and restart; nothing
 ever deletes them, so without a time-to-live they would fill the store. Kubernetes gives Event
-writes an etcd lease; kubelite's store has no leases, so a background task (owned by the app's
-cleanup context) deletes Events whose newest timestamp (``lastTimestamp``, ``eventTime``,
-``series.lastObservedTime`` or ``creationTimestamp``) is older than the TTL.
+writes an etcd lease, and so does kubelite on etcd (the Events' ``ObjectStorage`` passes the TTL
+with every write; ``store.etcd`` attaches a lease). SQLite and memory have no leases, so on every
+backend a background task (owned by the app's cleanup context) deletes Events whose newest
+timestamp (``lastTimestamp``, ``eventTime``, ``series.lastObservedTime`` or
+``creationTimestamp``) is older than the TTL; on etcd it finds little left to do.
 
 Each delete is guarded by the resourceVersion the sweeper saw, so an Event updated meanwhile
 (its count bumped) survives to the next sweep.

@@ -126,9 +126,12 @@ def should_delete(obj: Obj) -> bool:
 class ObjectStorage:
     """Objects of one resource type in the store."""
 
-    def __init__(self, store: Store, rt: ResourceType) -> None:
+    def __init__(self, store: Store, rt: ResourceType, *, ttl: float | None = None) -> None:
         self.store = store
         self.rt = rt
+        self.ttl = ttl
+        """Seconds the store may keep an object after its last write (Events: ``--event-ttl``;
+        on etcd a lease). None for every other kind: they live until deleted."""
 
     def key(self, namespace: str | None, name: str) -> str:
         return self.rt.key(namespace, name)
@@ -172,7 +175,7 @@ class ObjectStorage:
         """Store a new object; returns ``obj`` itself, stamped with its resourceVersion."""
         meta = obj["metadata"]
         try:
-            kv = await self.store.create(self.key(meta.get("namespace"), meta["name"]), encode(obj))
+            kv = await self._create(self.key(meta.get("namespace"), meta["name"]), encode(obj))
         except KeyExists:
             raise AlreadyExists.of(self.rt.plural, meta["name"], group=self.rt.group) from None
         meta["resourceVersion"] = str(kv.mod_revision)  # what decode(kv) gives, without parsing
@@ -216,9 +219,7 @@ class ObjectStorage:
                     deleted = await self.store.delete(key, expected_revision=kv.mod_revision)
                     new["metadata"]["resourceVersion"] = str(deleted.mod_revision)
                     return UpdateResult(obj=new, deleted=True)
-                stored = await self.store.update(
-                    key, encode(new), expected_revision=kv.mod_revision
-                )
+                stored = await self._update(key, encode(new), expected_revision=kv.mod_revision)
             except RevisionMismatch as exc:
                 kv = exc.current
                 continue
@@ -228,6 +229,18 @@ class ObjectStorage:
             new["metadata"]["resourceVersion"] = str(stored.mod_revision)
             return UpdateResult(obj=new)
         raise self.conflict(name, "too many concurrent writers; please try again")
+
+    async def _create(self, key: str, value: bytes) -> KeyValue:
+        if self.ttl is None:  # only Events carry a ttl; every other write is as it always was
+            return await self.store.create(key, value)
+        return await self.store.create(key, value, ttl=self.ttl)
+
+    async def _update(self, key: str, value: bytes, *, expected_revision: int) -> KeyValue:
+        if self.ttl is None:
+            return await self.store.update(key, value, expected_revision=expected_revision)
+        return await self.store.update(
+            key, value, expected_revision=expected_revision, ttl=self.ttl
+        )
 
     async def _create_from(self, create: Callable[[], Awaitable[Obj]]) -> Obj:
         return await self.create(await create())
