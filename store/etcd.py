@@ -59,9 +59,9 @@ lease manager does, a lease is granted for ``ttl`` plus a reuse window (5% of ``
 per window, not per Event, so a key lives between ``ttl`` and ``ttl`` + the window after its
 last write. etcd raises a TTL below its minimum (about 2 s) to that minimum.
 
-What it does not do: cap the keys per lease (Kubernetes starts a new lease after 1000); progress notifications (the
-contract's watch yields only events; several apiservers will need them); a watch cache of its
-own (the apiserver has one).
+What it does not do: cap the keys per lease (Kubernetes starts a new lease after 1000);
+progress notifications (the contract's watch yields only events, it has no bookmark; several
+apiservers will need them); a watch cache of its own (the apiserver has one).
 """
 
 from __future__ import annotations
