@@ -15,7 +15,9 @@ valid one in ``PREFERRED_ADDRESS_TYPES`` order — and skips invalid ones, so ob
 before validation existed cannot steer the proxy either.
 
 Kubernetes itself only checks node addresses for duplicates and relies on kubelet TLS to keep
-the proxy honest; kubelite speaks plain HTTP to kubelets, so it checks the syntax. Address types
+the proxy honest; kubelite checks the syntax too, because a kubelet without a serving
+certificate (``--tls-cert-file`` unset: plain HTTP) has no TLS to do that. ``PREFERRED_ADDRESS_TYPES``
+is the default order; the apiserver's ``--kubelet-preferred-address-types`` changes it. Address types
 other than the five above are allowed on write (Kubernetes does not restrict them) and never
 dialled.
 """
