@@ -191,6 +191,18 @@ async def secured(
         await client.close()
 
 
+async def logged(s: Secured, text: str) -> None:
+    """Wait until the kubelet's log shows ``text`` (its lines reach the file after the answer
+    may have reached us)."""
+
+    async def shown() -> bool:
+        return text in s.kubelet.tail(200)
+
+    await apoll_until(
+        shown, what=f"the kubelet to log {text!r}", describe=lambda: s.kubelet.tail(20)
+    )
+
+
 async def test_kubelet_refuses_unauthenticated_and_unauthorized_requests(
     secured: Secured,
 ) -> None:
@@ -202,7 +214,7 @@ async def test_kubelet_refuses_unauthenticated_and_unauthorized_requests(
         session.get(f"{s.url}/healthz") as answer,
     ):
         assert (answer.status, await answer.text()) == (401, "Unauthorized")
-    assert "Unauthorized: GET /exec/default/shell/main" in s.kubelet.tail(200)
+    await logged(s, "Unauthorized: GET /exec/default/shell/main")
     # the separate health port asks nobody
     async with (
         aiohttp.ClientSession() as session,
@@ -248,7 +260,7 @@ async def test_kubelet_refuses_unauthenticated_and_unauthorized_requests(
         "Unauthorized",
     )
     unknown = "client certificate: x509: certificate signed by unknown authority"
-    assert f"Unable to authenticate the request: {unknown}" in s.kubelet.tail(200)
+    await logged(s, f"Unable to authenticate the request: {unknown}")
 
 
 async def test_kubelet_lets_in_a_token_with_nodes_proxy_and_the_apiserver(
