@@ -178,6 +178,38 @@ async def _reserve(ctx: ApiContext, rt: ResourceType, obj: Obj) -> Reservation |
     return await ctx.services.reserve(obj) if ctx.services and _allocates(ctx, rt) else None
 
 
+async def _admitted_new(
+    request: web.Request,
+    ctx: ApiContext,
+    rt: ResourceType,
+    target: Target,
+    name: str,
+    obj: Obj,
+    reservations: list[Reservation],
+    *,
+    record_as_update: bool,
+) -> Obj:
+    """An object a PUT or an apply creates, through the create admission chain (the same steps
+    as a POST): admitted, defaulted, mutated, validated, its ClusterIP/NodePort reserved.
+    ``record_as_update``: its managedFields record the request's manager (an apply has set
+    them already)."""
+    await admit_create(ctx, rt, namespace=target.namespace, name=name, obj=obj)
+    prepare_for_create(rt, obj)
+    default_object(rt, obj)
+    if record_as_update:
+        record_update(request, rt, old=None, new=obj)
+    attrs = _attributes(request, target, CREATE, name)
+    obj = await mutate_dynamically(request, attrs, obj, old=None)
+    validate_object(rt, obj)
+    node_restriction.admit(request, _write(target, CREATE, name), obj=obj, old=None)
+    await check_no_escalation(request, ctx, rt, obj, user=request_user(request))
+    await validate_dynamically(request, attrs, obj, old=None)
+    reservation = await _reserve(ctx, rt, obj)
+    if reservation is not None:
+        reservations.append(reservation)
+    return obj
+
+
 async def _settle(reservations: list[Reservation], final: Obj | None) -> None:
     """Release what a write's reservations hold that ``final`` (None: nothing written) does not."""
     for reservation in reservations:
@@ -289,20 +321,9 @@ async def update(request: web.Request, ctx: ApiContext, target: Target) -> web.R
             if wanted_rv:
                 raise storage.not_found(name)
             obj = copy.deepcopy(body)
-            await admit_create(ctx, rt, namespace=target.namespace, name=name, obj=obj)
-            prepare_for_create(rt, obj)
-            default_object(rt, obj)
-            record_update(request, rt, old=None, new=obj)
-            attrs = _attributes(request, target, CREATE, name)
-            obj = await mutate_dynamically(request, attrs, obj, old=None)
-            validate_object(rt, obj)
-            node_restriction.admit(request, _write(target, CREATE, name), obj=obj, old=None)
-            await check_no_escalation(request, ctx, rt, obj, user=request_user(request))
-            await validate_dynamically(request, attrs, obj, old=None)
-            reservation = await _reserve(ctx, rt, obj)
-            if reservation is not None:
-                reservations.append(reservation)
-            return obj
+            return await _admitted_new(
+                request, ctx, rt, target, name, obj, reservations, record_as_update=True
+            )
 
     try:
         result = await storage.guaranteed_update(
@@ -369,19 +390,9 @@ async def patch(request: web.Request, ctx: ApiContext, target: Target) -> web.Re
         """An apply to an absent object creates it from the configuration."""
         obj = apply_to(rt, live=None, config=doc, options=options)
         warnings[:] = fieldvalidation.check_object(rt, obj, directive=directive)
-        await admit_create(ctx, rt, namespace=target.namespace, name=name, obj=obj)
-        prepare_for_create(rt, obj)
-        default_object(rt, obj)
-        attrs = _attributes(request, target, CREATE, name)
-        obj = await mutate_dynamically(request, attrs, obj, old=None)
-        validate_object(rt, obj)
-        node_restriction.admit(request, _write(target, CREATE, name), obj=obj, old=None)
-        await check_no_escalation(request, ctx, rt, obj, user=request_user(request))
-        await validate_dynamically(request, attrs, obj, old=None)
-        reservation = await _reserve(ctx, rt, obj)
-        if reservation is not None:
-            reservations.append(reservation)
-        return obj
+        return await _admitted_new(
+            request, ctx, rt, target, name, obj, reservations, record_as_update=False
+        )
 
     create_missing = apply_create if applying and not dry_run else None
     try:
