@@ -22,30 +22,15 @@ import argparse
 import asyncio
 import base64
 import tempfile
-import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import aiohttp
 
+from bench.store import drive
 from kubelite.testing import Processes, etcd
 from store import open_store
 
 VALUE = "x" * 1024
-
-
-async def _drive(
-    operation: Callable[[int], Awaitable[object]], *, count: int, in_flight: int
-) -> float:
-    indices = iter(range(count))
-
-    async def worker() -> None:
-        for i in indices:
-            await operation(i)
-
-    started = time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(in_flight)))
-    return count / (time.perf_counter() - started)
 
 
 async def raw_puts(endpoint: str, *, count: int, in_flight: int) -> float:
@@ -58,13 +43,13 @@ async def raw_puts(endpoint: str, *, count: int, in_flight: int) -> float:
             async with http.post("/v3/kv/put", json={"key": key, "value": value}) as resp:
                 resp.raise_for_status()
 
-        return await _drive(put, count=count, in_flight=in_flight)
+        return await drive(put, count=count, in_flight=in_flight)
 
 
 async def store_creates(endpoint: str, *, count: int, in_flight: int) -> float:
     store = open_store(f"etcd://{endpoint}?prefix=/bench-store-{in_flight}")
     try:
-        return await _drive(
+        return await drive(
             lambda i: store.create(f"/registry/bench/k{i}", VALUE.encode()),
             count=count,
             in_flight=in_flight,
@@ -83,7 +68,7 @@ async def api_creates(server: str, *, count: int, in_flight: int) -> float:
             async with http.post(path, json=body) as resp:
                 resp.raise_for_status()
 
-        return await _drive(create, count=count, in_flight=in_flight)
+        return await drive(create, count=count, in_flight=in_flight)
 
 
 async def run(*, count: int, concurrency: int) -> list[tuple[str, int, float, float]]:

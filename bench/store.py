@@ -62,7 +62,7 @@ def _rate(count: int, seconds: float) -> float:
     return count / seconds if seconds > 0 else float("inf")
 
 
-async def _drive(
+async def drive(
     operation: Callable[[int], Awaitable[object]], *, count: int, in_flight: int
 ) -> float:
     """Run ``operation(i)`` for i in range(count) with ``in_flight`` at a time; ops/s."""
@@ -91,8 +91,8 @@ async def _measure_store(
         )
         revisions[i] = kv.mod_revision
 
-    creates = await _drive(create, count=count, in_flight=in_flight)
-    updates = await _drive(update, count=count, in_flight=in_flight)
+    creates = await drive(create, count=count, in_flight=in_flight)
+    updates = await drive(update, count=count, in_flight=in_flight)
     return creates, updates
 
 
