@@ -194,3 +194,20 @@ def make_api(aiohttp_client: Any, tmp_path: Path) -> MakeApi:
 @pytest.fixture(params=["memory", "sqlite"])
 async def api(request: pytest.FixtureRequest, make_api: MakeApi) -> Api:
     return await make_api(request.param)
+
+
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+
+
+async def established(api: Api, definition: Obj) -> Obj:
+    """Create the CRD ``definition`` and await (by watching it) its ``Established=True``."""
+    created = await api.ok("POST", CRDS, definition)
+    name = created["metadata"]["name"]
+    async with api.watch(CRDS, fieldSelector=f"metadata.name={name}") as resp:
+        events = EventReader(resp)
+        while True:
+            event = await events.next()
+            assert event is not None, "the CRD watch ended before Established"
+            conditions = (event["object"].get("status") or {}).get("conditions") or []
+            if any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
+                return dict(event["object"])

@@ -8,12 +8,11 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from tests.apiserver.conftest import Api, EventReader
+from tests.apiserver.conftest import CRDS, Api, established
 from tests.factories import crd, widget
 
 Obj = dict[str, Any]
 
-CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 WIDGETS = "/apis/example.com/v1/namespaces/default/widgets"
 
 RULED_SCHEMA: Obj = {
@@ -62,25 +61,12 @@ RULED_SCHEMA: Obj = {
 }
 
 
-async def _established(api: Api, definition: Obj) -> None:
-    created = await api.ok("POST", CRDS, definition)
-    name = created["metadata"]["name"]
-    async with api.watch(CRDS, fieldSelector=f"metadata.name={name}") as resp:
-        events = EventReader(resp)
-        while True:
-            event = await events.next()
-            assert event is not None, "the CRD watch ended before Established"
-            conditions = (event["object"].get("status") or {}).get("conditions") or []
-            if any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
-                return
-
-
 def _causes(body: Obj) -> set[tuple[str, str, str]]:
     return {(c["reason"], c["field"], c["message"]) for c in body["details"]["causes"]}
 
 
 async def test_rules_at_each_level_refuse_with_kubernetes_causes(api: Api) -> None:
-    await _established(api, crd(schema=RULED_SCHEMA))
+    await established(api, crd(schema=RULED_SCHEMA))
     bad = widget(
         "bad", minReplicas=3, maxReplicas=2, mode="a", owner="nobody", size="huge", ports=[80]
     )
@@ -110,7 +96,7 @@ async def test_rules_at_each_level_refuse_with_kubernetes_causes(api: Api) -> No
 
 
 async def test_transition_rule_holds_on_update_only(api: Api) -> None:
-    await _established(api, crd(schema=RULED_SCHEMA))
+    await established(api, crd(schema=RULED_SCHEMA))
     created = await api.ok("POST", WIDGETS, widget("w-one", minReplicas=1, maxReplicas=2, mode="a"))
     changed = copy.deepcopy(created)
     changed["spec"]["mode"] = "b"
@@ -127,7 +113,7 @@ async def test_transition_rule_holds_on_update_only(api: Api) -> None:
 
 
 async def test_wrong_types_block_rule_evaluation(api: Api) -> None:
-    await _established(api, crd(schema=RULED_SCHEMA))
+    await established(api, crd(schema=RULED_SCHEMA))
     status, body = await api.post(WIDGETS, widget("w-typed", minReplicas="one", maxReplicas=2))
     assert status == 422, body
     assert (

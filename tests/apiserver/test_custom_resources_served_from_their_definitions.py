@@ -7,12 +7,11 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from tests.apiserver.conftest import Api, EventReader
+from tests.apiserver.conftest import CRDS, Api, EventReader, established
 from tests.factories import crd, widget
 
 Obj = dict[str, Any]
 
-CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 WIDGETS = "/apis/example.com/v1/namespaces/default/widgets"
 AGGREGATED = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
@@ -23,20 +22,6 @@ def _condition(obj: Obj, type_: str) -> Obj | None:
         if c["type"] == type_:
             return c
     return None
-
-
-async def established(api: Api, definition: Obj) -> Obj:
-    """Create ``definition`` and await (by watching it) its ``Established=True``."""
-    created = await api.ok("POST", CRDS, definition)
-    name = created["metadata"]["name"]
-    async with api.watch(CRDS, fieldSelector=f"metadata.name={name}") as resp:
-        events = EventReader(resp)
-        while True:
-            event = await events.next()
-            assert event is not None, "the CRD watch ended before Established"
-            cond = _condition(event["object"], "Established")
-            if cond is not None and cond["status"] == "True":
-                return event["object"]
 
 
 async def test_crd_is_validated_with_kubernetes_messages(api: Api) -> None:
