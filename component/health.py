@@ -12,7 +12,8 @@ Responses, as Kubernetes' components answer them:
 * ``add_ok(paths)``: ``200 ok`` while the process serves HTTP (liveness);
 * ``add_check(path, check)``: ``check()`` returns ``(healthy, text)``; the text is the body,
   with 200, or ``failure_status`` when unhealthy;
-* ``add_metrics(path, render)``: Prometheus text format (``render()`` is the body);
+* ``add_metrics(path, render)``: Prometheus text format (``render()`` is the body, usually a
+  ``component.metrics.Metrics``' page);
 * ``checks_response``: kube-apiserver's multi-check format (``[+]ping ok`` ... ``readyz check
   passed``), for servers whose health endpoints list named checks (``?verbose``).
 
@@ -29,6 +30,7 @@ from aiohttp import web
 
 from component.flags import BindAddress
 from component.listen import listen
+from component.metrics import CONTENT_TYPE
 
 __all__ = [
     "Check",
@@ -67,10 +69,8 @@ def check_handler(check: Check, *, failure_status: int = 500) -> Handler:
 def metrics_handler(render: Callable[[], str]) -> Handler:
     async def handle(request: web.Request) -> web.Response:
         return web.Response(
-            text=render(),
-            content_type="text/plain",
-            charset="utf-8",
-            headers={"X-Content-Type-Options": "nosniff"},
+            body=render().encode(),
+            headers={"Content-Type": CONTENT_TYPE, "X-Content-Type-Options": "nosniff"},
         )
 
     return handle
