@@ -23,6 +23,9 @@ Routes (the kubelet's own paths, which the apiserver's proxy rewrites to):
   ``v4.channel.k8s.io`` channels of the official clients (``port`` required) — the protocols
   are ``port_forward.py``'s; the pod's ports are dialled on its pod IP.
 * ``GET /healthz``; ``GET /pods`` (the pods this kubelet runs, as a PodList).
+* ``GET /stats/summary[?node=NAME]``: the node's and its pods' CPU and memory in Kubernetes'
+  Summary shape (``stats.py``); ``node`` is kubelite's own parameter, for a ``sim`` process
+  hosting several nodes (default: ``--node-name``; 404 for a node it does not host).
 
 Who may call it is ``auth.py``'s business: with ``--tls-cert-file`` the server speaks TLS and
 every route (``/healthz`` and ``/pods`` included, as on a kubelet's 10250) is authenticated and
@@ -85,6 +88,10 @@ class PodLookup(Protocol):
     def find_pod(self, *, namespace: str, name: str) -> tuple[ServedPod, Runtime] | None: ...
 
     def served_pods(self) -> Iterable[dict[str, Any]]: ...
+
+    def node_summary(self, node: str | None) -> dict[str, Any] | None:
+        """The Summary of ``node`` (None: this kubelet's own), or None if not hosted here."""
+        ...
 
 
 SERVER_LOOKUP: web.AppKey[PodLookup] = web.AppKey("kubelet_pod_lookup", PodLookup)
@@ -335,6 +342,14 @@ async def _pods(request: web.Request) -> web.Response:
     )
 
 
+async def _stats_summary(request: web.Request) -> web.Response:
+    node = request.query.get("node") or None
+    summary = request.app[SERVER_LOOKUP].node_summary(node)
+    if summary is None:
+        return _status_response(NotFound.of("nodes", node or ""))
+    return web.json_response(summary)
+
+
 def make_server_app(
     lookup: PodLookup, *, middlewares: Sequence[Middleware] = ()
 ) -> web.Application:
@@ -343,6 +358,7 @@ def make_server_app(
     app[SERVER_LOOKUP] = lookup
     app.router.add_get("/healthz", _healthz)
     app.router.add_get("/pods", _pods)
+    app.router.add_get("/stats/summary", _stats_summary)
     app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", _container_logs)
     app.router.add_route("*", "/exec/{namespace}/{pod}/{container}", _exec)
     app.router.add_get("/portForward/{namespace}/{pod}", _port_forward)

@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import logging
 import socket
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +53,7 @@ from services.kubelet.runtime.process import ProcessRuntime
 from services.kubelet.runtime.sandbox import SandboxUnavailable
 from services.kubelet.runtime.sim import SimRuntime
 from services.kubelet.server import ServedPod, make_server_app
+from services.kubelet.stats import NodeStats
 from services.kubelet.status_manager import StatusManager
 
 __all__ = ["STOP_PODS_GRACE", "KubeletOptions", "KubeletService"]
@@ -122,6 +124,8 @@ class KubeletService:
         self.health.add_ok("/healthz")
         self.tasks = TaskGroup("kubelet", logger=log)
         self._by_name: dict[str, NodeKubelet] = {}
+        self._stats: dict[str, NodeStats] = {}
+        self._started = time.time()
         self._runner: web.AppRunner | None = None
 
     # -- the server's PodLookup --------------------------------------------------------------
@@ -136,6 +140,22 @@ class KubeletService:
     def served_pods(self) -> Iterable[dict[str, Any]]:
         for node in self.nodes:
             yield from node.pods()
+
+    def node_summary(self, node: str | None) -> dict[str, Any] | None:
+        name = node or self.options.node_name
+        kubelet = self._by_name.get(name) or next(
+            (n for n in self.nodes if n.config.name == name), None
+        )
+        if kubelet is None:
+            return None
+        stats = self._stats.setdefault(name, NodeStats(node_name=name, started_at=self._started))
+        runtime = kubelet.runtime
+        pods = []
+        for pod in kubelet.pods():
+            uid = (pod.get("metadata") or {}).get("uid") or ""
+            newest = {r.name: r for r in runtime.list_containers(uid)}  # oldest attempt first
+            pods.append((pod, [r for r in newest.values() if r.running]))
+        return stats.summary(pods, simulated=runtime.name == "sim")
 
     # -- lifecycle ---------------------------------------------------------------------------
 
