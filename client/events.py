@@ -14,7 +14,11 @@ Event every second. So, like client-go's ``record`` package:
 * the Event lives in the object's namespace (``default`` for cluster-scoped objects such as
   nodes, as Kubernetes does), named ``<object name>.<hex nanoseconds>``, with
   ``involvedObject``, ``source`` {component, host}, ``reportingComponent``/``Instance``,
-  ``firstTimestamp``/``lastTimestamp`` and ``count``.
+  ``firstTimestamp``/``lastTimestamp`` and ``count``, and — because those have one-second
+  resolution and ``kubelite trace`` orders a pod's steps by when they happened — ``eventTime``,
+  the MicroTime of the first occurrence (events.k8s.io's field; with it set, Kubernetes'
+  validation also wants ``action``, which this recorder's callers do not name: the reason
+  stands in for it).
 
 Limits: at most ``max_pending`` distinct events wait in memory (more are dropped, with one log
 line); the aggregation memory is an LRU of ``cache_size`` entries in this process only (a
@@ -33,12 +37,13 @@ import time
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
 from api.errors import NotFound, StatusError
-from api.meta import now_time
+from api.meta import format_micro_time, format_time
 from api.registry import REGISTRY, ResourceType
 from client.backoff import Backoff, BackoffPolicy
 from client.rest import ApiClient
@@ -71,6 +76,8 @@ class _Pending:
     count: int
     first: str
     last: str
+    observed: str
+    """The first occurrence as a MicroTime (``eventTime``)."""
 
 
 @dataclass(slots=True)
@@ -79,6 +86,7 @@ class _Sent:
     namespace: str
     count: int
     first: str
+    observed: str
 
 
 class EventRecorder:
@@ -142,7 +150,8 @@ class EventRecorder:
             reason,
             message,
         )
-        now = now_time()
+        at = datetime.now(UTC)
+        now = format_time(at)
         pending = self._pending.get(key)
         if pending is not None:
             pending.count += 1
@@ -156,7 +165,9 @@ class EventRecorder:
                 )
             self._dropped += 1
             return
-        self._pending[key] = _Pending(ref, namespace, type_, reason, message, 1, now, now)
+        self._pending[key] = _Pending(
+            ref, namespace, type_, reason, message, 1, now, now, format_micro_time(at)
+        )
         self._idle.clear()
         self._wake.set()
 
@@ -215,7 +226,17 @@ class EventRecorder:
                 sent.count = count
                 self._sent.move_to_end(key)
                 return
-            p = _Pending(p.ref, p.namespace, p.type, p.reason, p.message, count, sent.first, p.last)
+            p = _Pending(
+                p.ref,
+                p.namespace,
+                p.type,
+                p.reason,
+                p.message,
+                count,
+                sent.first,
+                p.last,
+                sent.observed,
+            )
         name = f"{p.ref.get('name', 'event')}.{time.time_ns() + next(self._seq):x}"
         body = {
             "apiVersion": "v1",
@@ -229,10 +250,12 @@ class EventRecorder:
             "firstTimestamp": p.first,
             "lastTimestamp": p.last,
             "count": p.count,
+            "eventTime": p.observed,
+            "action": p.reason,
             "reportingComponent": self.component,
             "reportingInstance": self.host,
         }
         await self.client.create(self._rt, body, namespace=p.namespace)
-        self._sent[key] = _Sent(name, p.namespace, p.count, p.first)
+        self._sent[key] = _Sent(name, p.namespace, p.count, p.first, p.observed)
         while len(self._sent) > self.cache_size:
             self._sent.popitem(last=False)
