@@ -413,16 +413,8 @@ def _scaled(rs: Obj) -> list[_Found]:
         at = _time(entry.get("time"))
         if at is not None:
             via = f" (/{entry['subresource']})" if entry.get("subresource") else ""
-            out.append(
-                _Found(
-                    "scaled",
-                    "apiserver",
-                    at,
-                    False,
-                    f"spec.replicas {replicas} by {entry.get('manager')}{via}",
-                    1,
-                )
-            )
+            detail = f"spec.replicas (now {replicas}) set by {entry.get('manager')}{via}"
+            out.append(_Found("scaled", "apiserver", at, False, detail, 1))
     return out
 
 
@@ -432,9 +424,7 @@ def replicaset_trace(rs: Obj, pods: Sequence[Obj], events: Sequence[Obj]) -> lis
     found: list[_Found] = []
     created = _time((rs.get("metadata") or {}).get("creationTimestamp"))
     if created is not None:
-        replicas = (rs.get("spec") or {}).get("replicas")
-        detail = f"spec.replicas {replicas} {_creator(rs)}".rstrip()
-        found.append(_Found("created", "apiserver", created, False, detail, 0))
+        found.append(_Found("created", "apiserver", created, False, _creator(rs), 0))
     found += _scaled(rs)
     for pod in pods:
         name = (pod.get("metadata") or {}).get("name")

@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "certs": "kubelite.cluster_pki",
     "etcd": "kubelite.etcd_cli",
     "front": "services.front.main",
+    "trace": "kubelite.trace",
 }
 
 USAGE = """usage: kubelite <command> [flags]
@@ -40,6 +41,8 @@ commands:
   etcd member          run one etcd member (--name, --data-dir, --initial-cluster)
   etcd snapshot        save FILE from a running etcd, or restore FILE into a new --data-dir
   up                   the whole cluster as supervised processes
+  trace pod NAME       the steps a pod went through, with times and components (--watch)
+  trace rs NAME        a replica set's scale-up: each pod created, scheduled, started
   certs init           make a cluster's CA, certificates and kubeconfigs (--node, --server)
   certs rotate         re-issue a cluster's certificates from its CA (--state-dir)
 
