@@ -67,6 +67,7 @@ from services.apiserver.health import setup_health
 from services.apiserver.inflight import InflightLimits, limit_inflight
 from services.apiserver.middleware import log_malformed_requests, status_errors
 from services.apiserver.proxy import setup_proxy
+from services.apiserver.resource_metrics import serve_resource_metrics
 from services.apiserver.rest import setup_rest
 from services.apiserver.service_account_tokens import TokenKeys
 from services.apiserver.service_allocation import (
@@ -178,6 +179,7 @@ def make_app(
     app.on_response_prepare.append(warn_deprecated)
     app.on_response_prepare.append(add_admission_warnings)
     setup_health(app)
+    serve_resource_metrics(app, registry)  # metrics-server's group, from the kubelets
     app[DISCOVERY_CHANGED] = setup_discovery(app, registry)
     setup_proxy(app)
     setup_rest(app)
