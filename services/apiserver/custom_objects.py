@@ -15,6 +15,10 @@ rules Kubernetes' apiextensions apiserver applies instead (``customresource/stra
   validation, the cleanup finalizer on create, and an empty status (the apiserver's CRD
   controller, ``crd``, writes its conditions).
 
+A built-in kind served from its schema (``api.schema_kinds``) takes the same path, with its
+``Rules`` (``CustomResource.rules``) adding its defaults, its validation after the schema's and
+its generation rule.
+
 Unknown fields (pruning) are ``fieldvalidation``'s: it asks ``api.schema_validation`` for them.
 
 ``x-kubernetes-validations`` rules (``api.validation_rules``) are compiled when a CRD is
@@ -27,6 +31,8 @@ Limits: no defaulting on read from storage (objects are defaulted when written).
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Mapping
 from typing import Any
 
 from api.apiextensions import (
@@ -64,6 +70,8 @@ def default_custom(rt: ResourceType, obj: Obj) -> None:
     """Schema defaults for a custom object, CRD defaults for a CRD (in place)."""
     if rt.custom is not None:
         apply_defaults(rt.custom.schema, obj)
+        if rt.custom.rules is not None:
+            rt.custom.rules.default(obj)
         obj["apiVersion"] = f"{rt.group}/{rt.custom.storage_version}"
     elif is_crd(rt):
         default_crd(obj)
@@ -80,6 +88,8 @@ def validate_custom(rt: ResourceType, obj: Obj, *, old: Obj | None) -> list[Caus
             causes.append(BLOCKED)
         else:
             causes += rule_failures(rt.custom.schema, obj, old)
+        if rt.custom.rules is not None:
+            causes += rt.custom.rules.validate(obj, old=old)
     elif is_crd(rt):
         causes += validate_crd(obj) if old is None else validate_crd_update(obj, old)
         causes += _crd_rule_problems(obj)
@@ -112,20 +122,67 @@ def prepare_custom_create(rt: ResourceType, obj: Obj) -> None:
 
 def custom_generation(rt: ResourceType, new: Obj, old: Obj) -> int:
     """The generation after an update: one more when anything outside metadata (and status,
-    where status is a subresource) changed."""
+    where status is a subresource) changed; as its rules say for a built-in kind."""
+    generation = int((old.get("metadata") or {}).get("generation") or 1)
+    if rt.custom is not None and rt.custom.rules is not None:
+        return generation + int(rt.custom.rules.generation_moves(new, old))
     ignored = {"metadata", "apiVersion"} | ({"status"} if rt.has_status else set())
+    old = served_as(rt, old)  # as read: a default added to the schema since is no change
     changed = {k: v for k, v in new.items() if k not in ignored} != {
         k: v for k, v in old.items() if k not in ignored
     }
-    return int((old.get("metadata") or {}).get("generation") or 1) + int(changed)
+    return generation + int(changed)
 
 
 def served_as(rt: ResourceType, obj: Obj) -> Obj:
-    """A stored custom object as ``rt``'s version serves it (conversion ``None``: only its
-    ``apiVersion`` changes)."""
-    if rt.custom is None or obj.get("apiVersion") == rt.api_version:
+    """A stored custom object as ``rt``'s version serves it: its schema's defaults filled in
+    (Kubernetes defaults on read as well as on write, so an object stored before a default was
+    added gets it) and its ``apiVersion`` rewritten (conversion ``None``). ``obj`` itself when
+    nothing changes; else a copy sharing what did not change (``obj`` may be the watch cache's)."""
+    if rt.custom is None:
         return obj
-    return {**obj, "apiVersion": rt.api_version}
+    served = _defaulted(rt.custom.schema, obj)
+    if served.get("apiVersion") != rt.api_version:
+        served = {**served, "apiVersion": rt.api_version}
+    return served
+
+
+_ABSENT = object()
+
+
+def _defaulted(schema: Mapping[str, Any], value: Any) -> Any:
+    """``value`` with ``schema``'s defaults, as ``apply_defaults`` fills them in, copying only
+    the objects and lists on the way to a filled-in default (copy on write)."""
+    if isinstance(value, dict):
+        out = value
+        properties: Mapping[str, Any] = schema.get("properties") or {}
+        for key, sub in properties.items():
+            current = value.get(key, _ABSENT)
+            missing = current is _ABSENT or (current is None and not sub.get("nullable"))
+            if "default" in sub and missing:
+                new = _defaulted(sub, copy.deepcopy(sub["default"]))
+            elif current is _ABSENT:
+                continue
+            else:
+                new = _defaulted(sub, current)
+            if new is not current:
+                out = out if out is not value else dict(value)
+                out[key] = new
+        additional = schema.get("additionalProperties")
+        if isinstance(additional, Mapping):
+            for key, item in value.items():
+                if key not in properties:
+                    new = _defaulted(additional, item)
+                    if new is not item:
+                        out = out if out is not value else dict(value)
+                        out[key] = new
+        return out
+    items = schema.get("items")
+    if isinstance(value, list) and isinstance(items, Mapping):
+        new_items = [_defaulted(items, item) for item in value]
+        if any(new is not old for new, old in zip(new_items, value, strict=True)):
+            return new_items
+    return value
 
 
 def custom_scale(rt: ResourceType, obj: Obj) -> Obj | None:

@@ -185,9 +185,11 @@ async def serve(
     request: web.Request, ctx: ApiContext, rt: ResourceType, opts: ListOptions
 ) -> web.Response:
     result = await list_objects(ctx, rt, opts)
-    if rt.custom is not None and any(o.get("apiVersion") != rt.api_version for o in result.objects):
+    if rt.custom is not None:
         objects = [served_as(rt, o) for o in result.objects]
-        result = ListResult(objects=objects, revision=result.revision, continue_token=result.continue_token)
+        result = ListResult(
+            objects=objects, revision=result.revision, continue_token=result.continue_token
+        )
     if wants_table(request.headers.get("Accept")):
         table = to_table(
             rt,

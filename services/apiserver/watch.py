@@ -45,6 +45,7 @@ from api.errors import StatusError
 from api.registry import ResourceType
 from services.apiserver.codec import JSON_CONTENT_TYPE, dumps
 from services.apiserver.context import ApiContext
+from services.apiserver.custom_objects import served_as
 from services.apiserver.listing import too_large
 from services.apiserver.query import ListOptions, parse_revision
 from services.apiserver.tables import TABLE_CONTENT_TYPE, to_table, wants_table
@@ -60,6 +61,8 @@ from services.apiserver.watchcache import (
 __all__ = ["bookmark_frame", "open_watch", "serve"]
 
 log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
 
 INITIAL_EVENTS_ANNOTATION = "k8s.io/initial-events-end"
 
@@ -166,7 +169,9 @@ def _start_after(
 
 
 class _Renderer:
-    """Deliveries to bytes: the cache's shared frames, or one-row Tables for kubectl."""
+    """Deliveries to bytes: the cache's shared frames, or one-row Tables for kubectl. A custom
+    object goes out as the watched version serves it (``served_as``): the shared frame when that
+    changes nothing, else its own."""
 
     def __init__(self, rt: ResourceType, opts: ListOptions, *, table: bool) -> None:
         self.rt = rt
@@ -174,11 +179,27 @@ class _Renderer:
         self.table = table
         self.headers_sent = False
 
-    def frame(self, delivery: Delivery) -> bytes:
-        if not self.table:
-            return delivery.frame()
+    def _served(self, delivery: Delivery) -> Obj | None:
+        """The custom object as served when that differs from the cache's; else None."""
         assert delivery.event is not None
         obj = delivery.event.object_for(from_prev=delivery.from_prev)
+        served = served_as(self.rt, obj)
+        return None if served is obj else served
+
+    def chunk(self, delivery: Delivery) -> bytes:
+        """``frame`` as one HTTP/1.1 chunk (not for Tables)."""
+        if self.rt.custom is None or (served := self._served(delivery)) is None:
+            return delivery.chunk()
+        frame = _event_frame(delivery.type, served)
+        return b"%x\r\n%s\r\n" % (len(frame), frame)
+
+    def frame(self, delivery: Delivery) -> bytes:
+        if not self.table:
+            if self.rt.custom is None or (served := self._served(delivery)) is None:
+                return delivery.frame()
+            return _event_frame(delivery.type, served)
+        assert delivery.event is not None
+        obj = served_as(self.rt, delivery.event.object_for(from_prev=delivery.from_prev))
         table = to_table(
             self.rt,
             [obj],
@@ -187,7 +208,11 @@ class _Renderer:
             with_headers=not self.headers_sent,
         )
         self.headers_sent = True
-        return b'{"type":"%s","object":%s}\n' % (delivery.type.encode(), dumps(table))
+        return _event_frame(delivery.type, table)
+
+
+def _event_frame(etype: str, obj: Obj) -> bytes:
+    return b'{"type":"%s","object":%s}\n' % (etype.encode(), dumps(obj))
 
 
 DIRECT_WRITE_LIMIT = 256 * 1024
@@ -205,14 +230,15 @@ class _DirectWriter:
     itself.
     """
 
-    def __init__(self, request: web.Request, watcher: Watcher) -> None:
+    def __init__(self, request: web.Request, watcher: Watcher, renderer: _Renderer) -> None:
         self.request = request
         self.watcher = watcher
+        self.renderer = renderer
         self.pending: list[bytes] = []
 
     def __call__(self, delivery: Delivery) -> bool:
         if self.pending:
-            self.pending.append(delivery.chunk())
+            self.pending.append(self.renderer.chunk(delivery))
             return True
         transport = self.request.transport
         if transport is None or transport.is_closing():
@@ -220,7 +246,7 @@ class _DirectWriter:
             return True
         if transport.get_write_buffer_size() > DIRECT_WRITE_LIMIT:
             return False
-        self.pending.append(delivery.chunk())
+        self.pending.append(self.renderer.chunk(delivery))
         asyncio.get_running_loop().call_soon(self.flush)
         return True
 
@@ -263,7 +289,7 @@ async def serve(
     try:
         await response.prepare(request)  # a StreamResponse sends its headers here
         if not table and options.direct_watch_writes and chunked:  # it writes HTTP chunks
-            direct = source.watcher.direct = _DirectWriter(request, source.watcher)
+            direct = source.watcher.direct = _DirectWriter(request, source.watcher, renderer)
         next_bookmark = loop.time() + options.bookmark_interval
         while True:
             now = loop.time()
