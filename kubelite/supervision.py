@@ -81,7 +81,8 @@ class Child:
     stopping: bool = False
     exited: asyncio.Event = field(default_factory=asyncio.Event)
     ready: asyncio.Event = field(default_factory=asyncio.Event)
-    """Set when the running process printed its ``ready`` line (cleared at each start)."""
+    """Set when the running process printed its ``ready`` line (cleared when it exits, and at
+    each start): after ``exited``, it waits for the next process's ready line."""
     endpoints: dict[str, Listening] = field(default_factory=dict)
     """What the child's ready lines said it listens on, by endpoint (``api``, ``health`` ...)."""
 
@@ -115,6 +116,11 @@ class Supervision:
         self.exit_code = 0
         self._stopping = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
+
+    @property
+    def stopping(self) -> bool:
+        """Whether the supervisor was asked to stop (or gave up)."""
+        return self._stopping.is_set()
 
     # -- output --------------------------------------------------------------------------
     def say(self, text: str) -> None:
@@ -179,6 +185,7 @@ class Supervision:
             assert child.process.stdout is not None
             await self._pump(child, child.process.stdout)
             code = await child.process.wait()
+            child.ready.clear()
             child.exited.set()
             if self._stopping.is_set() or child.stopping:
                 return

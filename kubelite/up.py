@@ -26,7 +26,10 @@ The supervisor
   component's endpoints with their actual ports, the kubeconfig it wrote, and commands to try;
 * on Ctrl-C or SIGTERM stops the kubelets first (``--stop-pods-on-exit``: they stop their pods'
   processes), then the controllers, the proxy and the DNS, then the apiserver, escalating to SIGKILL for any child that
-  outlives its grace period; a second Ctrl-C kills everything at once.
+  outlives its grace period; a second Ctrl-C kills everything at once;
+* with ``--chaos``, once the cluster is up, SIGKILLs a random component every
+  ``--chaos-interval`` (never the last etcd quorum member, nor an apiserver over ``memory://``)
+  and says when it is back (``kubelite.chaos``): the restarts above heal the cluster.
 
 **Security** (``cluster_pki``): before the first child starts, the cluster's CA, the
 apiserver's serving certificate, the admin's and every component's client certificates and the
@@ -97,6 +100,7 @@ from api.registry import REGISTRY, ResourceType
 from client.rest import ApiClient
 from component.flags import add_log_flags, duration, port, port_or_off
 from kubelite import cluster_pki, commands
+from kubelite.chaos import Chaos, ChaosOptions
 from kubelite.supervision import COLOURS, Child, Supervision
 
 __all__ = [
@@ -171,6 +175,8 @@ class Options:
     apiservers: int = 1
     standbys: int = 1
     """How many schedulers and controller-managers run (more than one: leader election)."""
+    chaos: ChaosOptions | None = None
+    """``--chaos``: kill a random component on an interval once the cluster is up."""
 
     @property
     def ha(self) -> bool:
@@ -293,6 +299,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--no-color", action="store_true", help="never colour the log prefixes (default: on a TTY)"
     )
+    chaos = p.add_argument_group("chaos")
+    chaos.add_argument(
+        "--chaos",
+        action="store_true",
+        help="once the cluster is up, SIGKILL a random component every --chaos-interval and "
+        "say when it is back (never the last etcd quorum member): watch the cluster heal",
+    )
+    chaos.add_argument(
+        "--chaos-interval",
+        type=duration,
+        default=30.0,
+        help="time between two --chaos kills (default 30s)",
+    )
+    chaos.add_argument(
+        "--chaos-seed",
+        type=int,
+        default=None,
+        help="seed of --chaos's choice of victims (default: different each run)",
+    )
     add_log_flags(p)  # passed on to every component
     p.add_argument(
         "--ready-timeout",
@@ -318,6 +343,8 @@ def parse_options(argv: Sequence[str]) -> Options:
             cluster_pod_cidr(Path(ns.state_dir), ns.nodes)
         except ValueError as exc:
             parser.error(f"--nodes {ns.nodes}: {exc}")
+    if ns.chaos_interval <= 0:
+        parser.error("--chaos-interval must be positive")
     if ns.port == -1 and ns.secure_port == -1:
         parser.error("--port -1 with --secure-port -1: the apiserver would serve nothing")
     local_etcd = ns.store == LOCAL_ETCD or (ns.ha and ns.store is None)
@@ -365,6 +392,7 @@ def parse_options(argv: Sequence[str]) -> Options:
         log_level=ns.log_level,
         ready_timeout=ns.ready_timeout,
         verbosity=ns.verbosity,
+        chaos=ChaosOptions(ns.chaos_interval, ns.chaos_seed) if ns.chaos else None,
     )
 
 
@@ -828,8 +856,9 @@ class Supervisor(Supervision):
         what.result()
         return True
 
-    async def _bring_up(self, kubeconfig_path: Path) -> None:
-        """Start in order and announce readiness; returns early when asked to stop."""
+    async def _bring_up(self, kubeconfig_path: Path) -> bool:
+        """Start in order and announce readiness; False when asked to stop meanwhile or when
+        the cluster did not get ready in time."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.opts.ready_timeout
         since = datetime.now(UTC) - HEARTBEAT_SLACK
@@ -839,9 +868,9 @@ class Supervisor(Supervision):
         # etcd first (a cluster's members become ready together, once they have a quorum),
         # then the apiservers (ready once their watch caches loaded): events, not polls
         if etcd and not await self._start_and_wait(etcd, "etcd"):
-            return
+            return False
         if not await self._start_and_wait(apiservers, "the apiserver"):
-            return
+            return False
         if not self.opts.ha:
             self._learn_apiserver_port(apiservers[0])
         await asyncio.to_thread(self._write_kubeconfigs, kubeconfig_path)
@@ -862,7 +891,7 @@ class Supervisor(Supervision):
             )
             try:
                 if not await self._until_stopped(up):
-                    return
+                    return False
             except (TimeoutError, OSError, ValueError) as exc:
                 late = [c.name for c in self.children if not c.ready.is_set()]
                 self.say(
@@ -871,8 +900,9 @@ class Supervisor(Supervision):
                     + (f"; not ready: {', '.join(late)}" if late else "")
                     + "); still running — read the logs above"
                 )
-                return
+                return False
         self._banner(kubeconfig_path)
+        return True
 
     def _client(self, kubeconfig_path: Path) -> ApiClient:
         """How ``up`` itself watches the nodes: as the admin on the secure port when it
@@ -921,16 +951,35 @@ class Supervisor(Supervision):
             f"starting {len(self.children)} processes "
             f"(store {opts.store}, runtime {opts.runtime}, state in {opts.state_dir})"
         )
+        chaos: asyncio.Task[None] | None = None
         try:
-            await self._bring_up(kubeconfig_path)
+            if await self._bring_up(kubeconfig_path) and opts.chaos is not None:
+                chaos = asyncio.create_task(self._chaos(opts.chaos).run(), name="up:chaos")
             await self._stopping.wait()
         finally:
+            if chaos is not None:
+                chaos.cancel()
+                await asyncio.gather(chaos, return_exceptions=True)
             self.say(
                 "stopping: kubelets first (and their pods), then controllers, then the apiserver"
             )
             await self.stop_in_order(STOP_ORDER)
             self.say("stopped")
         return self.exit_code
+
+    def _chaos(self, options: ChaosOptions) -> Chaos:
+        """``--chaos``, sparing an apiserver whose store lives in its memory."""
+        in_memory = self.opts.store.startswith("memory://")
+        self.say(
+            f"chaos: killing a random component every {options.interval:g}s"
+            + (f" (seed {options.seed})" if options.seed is not None else "")
+            + (
+                "; the apiserver is spared: its memory:// store would die with it"
+                if in_memory
+                else ""
+            )
+        )
+        return Chaos(self, options, spare=lambda c: in_memory and c.kind == "apiserver")
 
     def _banner(self, kubeconfig_path: Path) -> None:
         opts = self.opts
