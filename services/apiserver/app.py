@@ -22,9 +22,7 @@ Kubernetes: without one, a deleted namespace stays Terminating.
 On shutdown every open watch is ended first (``on_shutdown``), so stopping never waits for
 watch streams to time out.
 
-Every request is counted and timed first (``metrics``: ``/metrics``, which ``app[METRICS]``
-serves; the store is wrapped in ``MeasuredStore`` to time its calls). Every request passes
-``authentication`` (the secure port's users; the insecure port's
+Every request passes ``authentication`` (the secure port's users; the insecure port's
 superuser), then impersonation and RBAC (``authorization``: ``system:masters`` always, the
 roles and bindings in the watch caches otherwise; the default ones are written at start by
 ``bootstrap_policy``); ``service.py`` serves the same app on both ports.
@@ -57,7 +55,6 @@ from services.apiserver.bootstrap import (
     ensure_default_storage_class,
     ensure_kubernetes_service,
     ensure_namespaces,
-    ensure_system_priority_classes,
 )
 from services.apiserver.bootstrap_policy import ensure_bootstrap_policy
 from services.apiserver.codec import MAX_BODY_BYTES
@@ -67,18 +64,8 @@ from services.apiserver.dashboard import setup_dashboard
 from services.apiserver.discovery import setup_discovery
 from services.apiserver.encryption import EncryptingStore, load_encryption_config
 from services.apiserver.eventttl import sweep_events
-from services.apiserver.flowcontrol import (
-    FLOW_CONTROL,
-    flow_control_for,
-    keep_dangling_conditions,
-    priority_and_fairness,
-    setup_flowcontrol,
-)
-from services.apiserver.flowcontrol_bootstrap import ensure_flowcontrol_defaults
 from services.apiserver.health import setup_health
 from services.apiserver.inflight import InflightLimits, limit_inflight
-from services.apiserver.measured_store import MeasuredStore
-from services.apiserver.metrics import ApiServerMetrics, instrument_requests, serve_metrics
 from services.apiserver.middleware import log_malformed_requests, status_errors
 from services.apiserver.proxy import setup_proxy
 from services.apiserver.resource_metrics import serve_resource_metrics
@@ -146,10 +133,7 @@ def make_app(
         if options.encryption_provider_config is not None
         else None
     )
-    metrics = ApiServerMetrics()
-    store = MeasuredStore(
-        store if store is not None else open_configured_store(options), metrics.metrics
-    )
+    store = store if store is not None else open_configured_store(options)
     if encryption is not None:
         store = EncryptingStore(store, encryption)
     registry = Registry(list(registry))  # this app's own: CRDs add their kinds to it
@@ -167,22 +151,16 @@ def make_app(
         max_read_only=options.max_requests_inflight,
         max_mutating=options.max_mutating_requests_inflight,
     )
-    metrics.observe(inflight=inflight, caches=ctx.caches)
-    flow_control = (
-        flow_control_for(ctx, metrics.metrics) if options.enable_priority_and_fairness else None
-    )
     ctx.token_keys = _token_keys(options)
     authentication = _authentication(options, ctx.token_keys)
-    # instrument_requests outermost: it counts the code the client got; then status_errors,
-    # which renders the 401, 403 and 429 the others raise.
+    # status_errors outermost: it renders the 401, 403 and 429 the others raise.
     app = web.Application(
         middlewares=[
-            instrument_requests(metrics),
             status_errors,
             authenticate_requests(authentication),
             authorize_requests,
             store_failures,
-            priority_and_fairness(flow_control) if flow_control else limit_inflight(inflight),
+            limit_inflight(inflight),
         ],
         client_max_size=MAX_BODY_BYTES + 1,
     )
@@ -201,10 +179,7 @@ def make_app(
     app.on_shutdown.append(_end_watches)
     app.on_response_prepare.append(warn_deprecated)
     app.on_response_prepare.append(add_admission_warnings)
-    if flow_control is not None:
-        setup_flowcontrol(app, flow_control)
     setup_health(app)
-    serve_metrics(app, metrics)
     setup_dashboard(app)
     serve_resource_metrics(app, registry)  # metrics-server's group, from the kubelets
     app[DISCOVERY_CHANGED] = setup_discovery(app, registry)
@@ -283,11 +258,8 @@ async def _store_lifetime(app: web.Application) -> AsyncIterator[None]:
 async def _bootstrap(app: web.Application) -> AsyncIterator[None]:
     await ensure_namespaces(app[CONTEXT])
     await ensure_default_storage_class(app[CONTEXT])
-    await ensure_system_priority_classes(app[CONTEXT])
     await ensure_kubernetes_service(app[CONTEXT])
     await ensure_bootstrap_policy(app[CONTEXT])
-    if FLOW_CONTROL in app:
-        await ensure_flowcontrol_defaults(app[CONTEXT])
     yield
 
 
@@ -362,13 +334,6 @@ async def _background(app: web.Application) -> AsyncIterator[None]:
         "event-ttl-sweeper",
         _reporting(sweep_events(ctx, ttl=ttl, interval=min(60.0, ttl / 2)), health=health),
     )
-    if FLOW_CONTROL in app:
-        control = app[FLOW_CONTROL]
-        schemas = ctx.storage(control.schemas.rt)
-        group.start(
-            "apf-dangling-conditions",
-            _reporting(keep_dangling_conditions(control, schemas), health=health),
-        )
     yield
     for cache in ctx.caches.values():
         cache.stop()
