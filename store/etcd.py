@@ -4,7 +4,7 @@ Why: SQLite serves one apiserver on one machine. A cluster that outgrows that ke
 etcd, exactly as Kubernetes does, and every compare-and-swap of the store contract
 (``store.base``) becomes an etcd transaction:
 
-* resourceVersion = etcd ``mod_revision`` (less the revision origin, below); ``create`` is a txn
+* resourceVersion = etcd ``mod_revision`` (below); ``create`` is a txn
   on ``create_revision == 0``, ``update`` / guarded ``delete`` a txn on ``mod_revision``, whose
   failure branch reads the key so a lost race reports the current value;
 * ``list`` is one range read at a revision (``limit`` / ``start_after`` page it, every page at the
@@ -29,14 +29,13 @@ subtree so that several share one etcd (what Kubernetes' ``--etcd-prefix`` is fo
 must start with ``/``. kubelite's registry names the group in its keys (``core`` for the legacy
 group), so the layout is Kubernetes' with that one extra segment.
 
-**Revision origin.** The contract counts revisions from 0 for an empty store; etcd counts from
-1 across everything in the cluster. So the first use of a prefix writes one marker key beside its
-subtree (``prefix + "#kubelite-revision-origin"``, outside every listing) and every revision the
-store reports is etcd's less the marker's ``create_revision``: an empty store is at 0, its first
-write at 1, and with one cluster on a fresh etcd every resourceVersion is ``mod_revision - 2``.
-The marker is data: a snapshot keeps it; deleting it by hand renumbers every resourceVersion.
-Opening a prefix that holds keys but no marker is refused (``StoreFailed``): it was not written
-by this store.
+**Revisions are etcd's.** resourceVersion is the ``mod_revision`` etcd gives the write, as in
+Kubernetes: etcd counts every write to the cluster from 1, whatever prefix it lands under, so a
+store's first write is rarely revision 1 and two clusters sharing an etcd (two prefixes)
+interleave their revisions. Nothing in kubelite relies on a store starting at 0 (memory and
+SQLite still do). The ``#kubelite-revision-origin`` key earlier versions wrote beside the
+subtree is no longer read; it is outside every listing and harmless, and a prefix that already
+holds keys written by something else is opened as it is.
 
 **Failures.** Unreachable members, leader elections and etcd's "request timed out" /
 "no leader" are retried across the endpoints with a jittered, doubling back-off for up to
@@ -93,7 +92,6 @@ from store.base import (
     RevisionMismatch,
     StoreClosed,
     StoreError,
-    StoreFailed,
     StoreUnavailable,
     WatchOverflow,
 )
@@ -103,9 +101,6 @@ from store.watchhub import DEFAULT_WATCH_BUFFER
 __all__ = ["EtcdStore"]
 
 log = logging.getLogger(__name__)
-
-ORIGIN_SUFFIX: Final = "#kubelite-revision-origin"
-"""Beside the subtree: ``#`` sorts before ``/``, so no range under ``prefix + "/"`` holds it."""
 
 DEFAULT_TIMEOUT: Final = 10.0
 """Seconds one call keeps retrying unavailable members; etcd elects a new leader well within
@@ -152,12 +147,12 @@ def _b64(text: str) -> str:
     return base64.b64encode(text.encode()).decode()
 
 
-def _kv(raw: dict[str, Any], *, origin: int, strip: int) -> KeyValue:
+def _kv(raw: dict[str, Any], *, strip: int) -> KeyValue:
     return KeyValue(
         key=base64.b64decode(raw["key"]).decode()[strip:],
         value=base64.b64decode(raw.get("value", "")),
-        create_revision=int(raw.get("create_revision", 0)) - origin,
-        mod_revision=int(raw.get("mod_revision", 0)) - origin,
+        create_revision=int(raw.get("create_revision", 0)),
+        mod_revision=int(raw.get("mod_revision", 0)),
     )
 
 
@@ -326,7 +321,7 @@ class EtcdStore:
     """A ``Store`` in an etcd v3 cluster. Use ``store.open_store("etcd://host:2379")``.
 
     Nothing is contacted before the first call (``open_store`` is synchronous); the first call
-    establishes the revision origin. Use the store from one event loop.
+    asks etcd how far it has compacted. Use the store from one event loop.
     """
 
     def __init__(
@@ -348,12 +343,13 @@ class EtcdStore:
         self.prefix = prefix
         self._gateway = _Gateway(self.endpoints, tls=tls, timeout=timeout)
         self._watch_buffer = watch_buffer
-        self._origin: int | None = None
-        self._origin_lock = asyncio.Lock()
+        self._probe_lock = asyncio.Lock()
         self._write_order = asyncio.Lock()
         """One write in flight, so this store's writes take revisions in the order they were
         made, as with SQLite's single writer (``asyncio.Lock`` wakes its waiters in order)."""
         self._compacted = 0
+        """etcd's compacted revision as far as this store knows (probed on the first call)."""
+        self._probed = False
         self._closed = False
         self._leases: dict[int, tuple[str, float]] = {}
         """Per TTL in seconds: the lease writes share now, and when it expires (loop time)."""
@@ -378,71 +374,45 @@ class EtcdStore:
         body["range_end"] = _b64(end) if end is not None else "AA=="
         return body
 
-    async def _ready(self) -> int:
-        """The revision origin (written on this prefix's first use); raises once closed."""
+    async def _ready(self) -> None:
+        """Raise once closed; on the first call, learn how far etcd has compacted."""
         if self._closed:
             raise StoreClosed("store closed")
-        if self._origin is not None:
-            return self._origin
-        async with self._origin_lock:
-            if self._origin is None:
-                self._origin = await self._establish_origin()
-                self._compacted = await self._probe_compacted()
-        return self._origin
-
-    async def _establish_origin(self) -> int:
-        marker = _b64(self.prefix + ORIGIN_SUFFIX)
-        answer = await self._gateway.call(
-            "/v3/kv/txn",
-            {
-                "compare": [
-                    {"key": marker, "target": "CREATE", "result": "EQUAL", "create_revision": "0"},
-                    {
-                        **self._range(""),
-                        "target": "CREATE",
-                        "result": "EQUAL",
-                        "create_revision": "0",
-                    },
-                ],
-                "success": [{"request_put": {"key": marker, "value": _b64("kubelite")}}],
-                "failure": [{"request_range": {"key": marker}}],
-            },
-        )
-        if answer.get("succeeded"):
-            return _revision(answer)
-        kvs = answer["responses"][0]["response_range"].get("kvs", [])
-        if not kvs:
-            raise StoreFailed(
-                f"etcd prefix {self.prefix or '/'!r} holds keys but no kubelite revision origin",
-                remedy="give kubelite a prefix of its own (?prefix=/name) or an empty etcd",
-            )
-        return int(kvs[0]["create_revision"])
+        if not self._probed:
+            async with self._probe_lock:
+                if not self._probed:
+                    self._compacted = await self._probe_compacted()
+                    self._probed = True
 
     async def _probe_compacted(self) -> int:
-        """etcd's compacted revision, in store revisions: a watch from the origin says it."""
-        origin = self._origin
-        assert origin is not None
-        body = {
-            "create_request": {
-                "key": _b64(self.prefix + ORIGIN_SUFFIX),
-                "start_revision": str(origin),
-            }
-        }
-        async with contextlib.aclosing(self._watch_stream(body)) as stream:
-            async for result in stream:
-                if "compact_revision" in result:
-                    return max(0, int(result["compact_revision"]) - origin)
-                if result.get("created") or result.get("events"):
-                    return 0
-        raise StoreError("etcd ended a watch before answering it")
+        """etcd's compacted revision (0: never compacted): a watch from revision 1 says it.
+
+        Unreachable members are retried across the endpoints like any read."""
+        body = {"create_request": {"key": _b64(self.prefix or "/"), "start_revision": "1"}}
+        deadline = asyncio.get_running_loop().time() + self._gateway.timeout
+        delay = _FIRST_DELAY
+        while True:
+            try:
+                async with contextlib.aclosing(self._watch_stream(body)) as stream:
+                    async for result in stream:
+                        if "compact_revision" in result:
+                            return int(result["compact_revision"])
+                        if result.get("created") or result.get("events"):
+                            return 0
+                problem = "etcd ended a watch before answering it"
+            except (aiohttp.ClientError, OSError) as err:
+                problem = f"etcd at {self._gateway.url} unreachable ({type(err).__name__})"
+            delay = await self._gateway.back_off(
+                problem, deadline=deadline, delay=delay, timed_out=False
+            )
 
     # -- the Store protocol --------------------------------------------------------------------
 
     async def get(self, key: str) -> KeyValue | None:
-        origin = await self._ready()
+        await self._ready()
         answer = await self._call("/v3/kv/range", {"key": _b64(self._key(key))})
         kvs = answer.get("kvs", [])
-        return _kv(kvs[0], origin=origin, strip=len(self.prefix)) if kvs else None
+        return _kv(kvs[0], strip=len(self.prefix)) if kvs else None
 
     async def list(
         self,
@@ -452,14 +422,14 @@ class EtcdStore:
         start_after: str | None = None,
         limit: int = 0,
     ) -> ListResult:
-        origin = await self._ready()
+        await self._ready()
         if revision and revision < self._compacted:
             raise Compacted(revision, self._compacted)
         body: dict[str, Any] = self._range(prefix, start_after=start_after)
         if limit:
             body["limit"] = str(limit)
         if revision:
-            body["revision"] = str(origin + revision)
+            body["revision"] = str(revision)
         try:
             answer = await self._call("/v3/kv/range", body, revision=revision)
         except _EtcdError as err:
@@ -468,12 +438,12 @@ class EtcdStore:
             body.pop("revision")  # a revision not reached yet is served at the current one
             answer = await self._call("/v3/kv/range", body)
             revision = 0
-        items = [_kv(kv, origin=origin, strip=len(self.prefix)) for kv in answer.get("kvs", [])]
-        at = revision or _revision(answer) - origin
+        items = [_kv(kv, strip=len(self.prefix)) for kv in answer.get("kvs", [])]
+        at = revision or _revision(answer)
         return ListResult(items=items, revision=at, more=bool(answer.get("more")))
 
     async def create(self, key: str, value: bytes, *, ttl: float | None = None) -> KeyValue:
-        origin = await self._ready()
+        await self._ready()
         etcd_key = _b64(self._key(key))
         answer = await self._txn(
             compare={"key": etcd_key, "target": "CREATE", "create_revision": "0"},
@@ -483,19 +453,19 @@ class EtcdStore:
         )
         if not answer.get("succeeded"):
             raise KeyExists(key)
-        revision = _revision(answer) - origin
+        revision = _revision(answer)
         return KeyValue(key, value, revision, revision)
 
     async def update(
         self, key: str, value: bytes, *, expected_revision: int, ttl: float | None = None
     ) -> KeyValue:
-        origin = await self._ready()
+        await self._ready()
         etcd_key = _b64(self._key(key))
         answer = await self._txn(
             compare={
                 "key": etcd_key,
                 "target": "MOD",
-                "mod_revision": str(origin + expected_revision),
+                "mod_revision": str(expected_revision),
             },
             success={
                 "request_put": {
@@ -508,14 +478,12 @@ class EtcdStore:
             ttl=ttl,
         )
         if not answer.get("succeeded"):
-            raise self._lost(key, expected_revision, answer, origin=origin)
+            raise self._lost(key, expected_revision, answer)
         prev = answer["responses"][0]["response_put"]["prev_kv"]
-        return KeyValue(
-            key, value, int(prev["create_revision"]) - origin, _revision(answer) - origin
-        )
+        return KeyValue(key, value, int(prev["create_revision"]), _revision(answer))
 
     async def delete(self, key: str, *, expected_revision: int | None = None) -> KeyValue:
-        origin = await self._ready()
+        await self._ready()
         etcd_key = _b64(self._key(key))
         deletion = {"request_delete_range": {"key": etcd_key, "prev_kv": True}}
         if expected_revision is None:
@@ -529,29 +497,28 @@ class EtcdStore:
             compare = {
                 "key": etcd_key,
                 "target": "MOD",
-                "mod_revision": str(origin + expected_revision),
+                "mod_revision": str(expected_revision),
             }
         answer = await self._txn(
             compare=compare, success=deletion, failure={"request_range": {"key": etcd_key}}
         )
         if not answer.get("succeeded"):
-            raise self._lost(key, expected_revision, answer, origin=origin)
+            raise self._lost(key, expected_revision, answer)
         last = _kv(
             answer["responses"][0]["response_delete_range"]["prev_kvs"][0],
-            origin=origin,
             strip=len(self.prefix),
         )
-        return KeyValue(key, last.value, last.create_revision, _revision(answer) - origin)
+        return KeyValue(key, last.value, last.create_revision, _revision(answer))
 
     def watch(self, prefix: str, *, after_revision: int) -> AsyncIterator[Event]:
         return self._watch(prefix, after_revision=after_revision)
 
     async def current_revision(self) -> int:
-        origin = await self._ready()
+        await self._ready()
         answer = await self._call(
-            "/v3/kv/range", {"key": _b64(self.prefix + ORIGIN_SUFFIX), "count_only": True}
-        )
-        return _revision(answer) - origin
+            "/v3/kv/range", {"key": _b64(self.prefix + "/"), "count_only": True}
+        )  # a linearizable read of one key: its header carries etcd's current revision
+        return _revision(answer)
 
     async def compacted_revision(self) -> int:
         await self._ready()
@@ -563,16 +530,14 @@ class EtcdStore:
         etcd's compaction covers the whole etcd cluster, as the apiserver's does in Kubernetes:
         other prefixes on the same etcd lose the same history.
         """
-        origin = await self._ready()
+        await self._ready()
         current = await self.current_revision()
         if revision > current:
             raise ValueError(f"cannot compact to {revision}: the current revision is {current}")
         if revision <= self._compacted:
             return
         try:
-            await self._call(
-                "/v3/kv/compaction", {"revision": str(origin + revision), "physical": True}
-            )
+            await self._call("/v3/kv/compaction", {"revision": str(revision), "physical": True})
         except _EtcdError as err:
             if _COMPACTED_TEXT not in err.message:  # compacted further by another apiserver
                 raise self._failure(err) from None
@@ -669,25 +634,23 @@ class EtcdStore:
             self._leases[seconds] = (lease, now + seconds + reuse)
             return lease
 
-    def _lost(
-        self, key: str, expected: int | None, answer: dict[str, Any], *, origin: int
-    ) -> StoreError:
+    def _lost(self, key: str, expected: int | None, answer: dict[str, Any]) -> StoreError:
         """The error of a failed compare: the key is gone, or it moved on (with its value)."""
         kvs = answer["responses"][0]["response_range"].get("kvs", [])
         if not kvs:
             return KeyNotFound(key)
-        current = _kv(kvs[0], origin=origin, strip=len(self.prefix))
+        current = _kv(kvs[0], strip=len(self.prefix))
         return RevisionMismatch(key, expected if expected is not None else 0, current)
 
     # -- watches -------------------------------------------------------------------------------
 
     async def _watch(self, prefix: str, *, after_revision: int) -> AsyncIterator[Event]:
-        origin = await self._ready()
+        await self._ready()
         if after_revision < self._compacted:
             raise Compacted(after_revision, self._compacted)
         buffer = _Buffer(self._watch_buffer)
         reader = asyncio.create_task(
-            self._read_watch(buffer, prefix, after_revision=after_revision, origin=origin),
+            self._read_watch(buffer, prefix, after_revision=after_revision),
             name=f"etcd-watch:{self.prefix}{prefix}",
         )
         self._watches[buffer] = reader
@@ -703,9 +666,7 @@ class EtcdStore:
             self._watches.pop(buffer, None)
             reader.cancel()
 
-    async def _read_watch(
-        self, buffer: _Buffer, prefix: str, *, after_revision: int, origin: int
-    ) -> None:
+    async def _read_watch(self, buffer: _Buffer, prefix: str, *, after_revision: int) -> None:
         """Feed ``buffer`` from etcd, reopening a broken stream after the last revision read.
 
         Events up to the revision etcd was at when the watch was created are history: for them
@@ -719,7 +680,7 @@ class EtcdStore:
             while True:
                 request = {
                     **self._range(prefix),
-                    "start_revision": str(origin + last + 1),
+                    "start_revision": str(last + 1),
                     "prev_kv": True,
                 }
                 stream = self._watch_stream({"create_request": request})
@@ -727,12 +688,12 @@ class EtcdStore:
                     async for result in stream:
                         delay = _FIRST_DELAY
                         if "compact_revision" in result:
-                            self._compacted = int(result["compact_revision"]) - origin
+                            self._compacted = int(result["compact_revision"])
                             raise Compacted(last, self._compacted)
                         if result.get("created") and not history_until:
-                            history_until = _revision(result) - origin
+                            history_until = _revision(result)
                         for raw in result.get("events", []):
-                            event = self._event(raw, origin=origin)
+                            event = self._event(raw)
                             if buffer.full and event.revision <= history_until:
                                 await buffer.room()
                             elif buffer.full:
@@ -772,10 +733,10 @@ class EtcdStore:
                         raise _EtcdError(int(error.get("grpc_code", 2)), str(error.get("message")))
                     yield message["result"]
 
-    def _event(self, raw: dict[str, Any], *, origin: int) -> Event:
+    def _event(self, raw: dict[str, Any]) -> Event:
         strip = len(self.prefix)
-        kv = _kv(raw["kv"], origin=origin, strip=strip)
-        prev = _kv(raw["prev_kv"], origin=origin, strip=strip) if "prev_kv" in raw else None
+        kv = _kv(raw["kv"], strip=strip)
+        prev = _kv(raw["prev_kv"], strip=strip) if "prev_kv" in raw else None
         if raw.get("type") == "DELETE":
             if prev is None:
                 raise StoreError(f"etcd sent the deletion of {kv.key!r} without its last value")

@@ -5,9 +5,11 @@ parameters, e.g. ``watch_buffer=8``) and closes it after the test; ``store`` is 
 the defaults.
 
 etcd: one real member for the whole session (``etcd_member``), and a fresh key prefix per test
-(``?prefix=/t-<random>``), so each test sees an empty store at revision 0 (``store.etcd``'s
-revision origin) and none sees another's keys. Tests run one at a time, so no other test writes
-to that etcd during a test. Without an etcd binary the etcd cases are skipped, saying why
+(``?prefix=/t-<random>``), so each test sees an empty store and none sees another's keys. An
+etcd revision counts every write to the member, so a test's store starts at whatever revision
+the member has reached: ``origin`` is that revision (0 on memory and SQLite) and tests assert
+revisions relative to it. Tests run one at a time, so no other test writes to that etcd during
+a test, and a revision taken at its start stays the one its writes count from. Without an etcd binary the etcd cases are skipped, saying why
 (``make test`` installs it).
 """
 
@@ -79,3 +81,9 @@ async def open_backend(backend_url: Callable[..., str]) -> AsyncIterator[StoreOp
 @pytest.fixture
 async def store(open_backend: StoreOpener) -> Store:
     return open_backend()
+
+
+@pytest.fixture
+async def origin(store: Store) -> int:
+    """The revision ``store`` is at before the test writes: its first write takes ``origin + 1``."""
+    return await store.current_revision()

@@ -118,7 +118,7 @@ def test_a_cut_off_etcd_member_refuses_writes_and_catches_up_once_healed(
         minority: Store = open_store(f"etcd://{cut_off.endpoint}?timeout=3")
         try:
             before = await majority.create(PODS + "before", b"v")
-            # member 3 has it (and both stores have their revision origin) before the cut
+            # member 3 has it (and both stores have probed the member) before the cut
             assert await minority.get(PODS + "before") == before
 
             await asyncio.to_thread(cut)

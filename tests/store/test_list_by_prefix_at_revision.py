@@ -35,40 +35,44 @@ async def test_list_returns_only_keys_under_the_prefix_in_key_order(store: Store
     assert len(await _keys(store, "")) == 6
 
 
-async def test_list_reports_the_revision_it_was_read_at(store: Store) -> None:
-    assert (await store.list("/registry/pods/")).revision == 0
+async def test_list_reports_the_revision_it_was_read_at(store: Store, origin: int) -> None:
+    assert (await store.list("/registry/pods/")).revision == origin
     await store.create("/registry/pods/ns/a", b"v")
     await store.create("/registry/nodes/n1", b"v")
     result = await store.list("/registry/pods/")
-    assert result.revision == 2
-    assert [kv.mod_revision for kv in result.items] == [1]
+    assert result.revision == origin + 2
+    assert [kv.mod_revision for kv in result.items] == [origin + 1]
 
 
-async def test_list_at_an_older_revision_reads_the_history(store: Store) -> None:
+async def test_list_at_an_older_revision_reads_the_history(store: Store, origin: int) -> None:
+    o = origin
     await store.create("/registry/pods/ns/a", b"a1")  # 1
     await store.create("/registry/pods/ns/b", b"b1")  # 2
-    await store.update("/registry/pods/ns/a", b"a2", expected_revision=1)  # 3
+    await store.update("/registry/pods/ns/a", b"a2", expected_revision=o + 1)  # 3
     await store.delete("/registry/pods/ns/b")  # 4
     await store.create("/registry/pods/ns/c", b"c1")  # 5
 
     def view(result: object) -> list[tuple[str, bytes, int]]:
-        return [(kv.key, kv.value, kv.mod_revision) for kv in result.items]  # type: ignore[attr-defined]
+        items = result.items  # type: ignore[attr-defined]
+        return [(kv.key, kv.value, kv.mod_revision - o) for kv in items]
 
-    at2 = await store.list("/registry/pods/", revision=2)
-    assert at2.revision == 2
+    at2 = await store.list("/registry/pods/", revision=o + 2)
+    assert at2.revision == o + 2
     assert view(at2) == [("/registry/pods/ns/a", b"a1", 1), ("/registry/pods/ns/b", b"b1", 2)]
-    at3 = await store.list("/registry/pods/", revision=3)
+    at3 = await store.list("/registry/pods/", revision=o + 3)
     assert view(at3) == [("/registry/pods/ns/a", b"a2", 3), ("/registry/pods/ns/b", b"b1", 2)]
-    at4 = await store.list("/registry/pods/", revision=4)
+    at4 = await store.list("/registry/pods/", revision=o + 4)
     assert view(at4) == [("/registry/pods/ns/a", b"a2", 3)]
     now = await store.list("/registry/pods/")
     assert view(now) == [("/registry/pods/ns/a", b"a2", 3), ("/registry/pods/ns/c", b"c1", 5)]
 
 
-async def test_list_at_a_future_revision_is_served_at_the_current_one(store: Store) -> None:
+async def test_list_at_a_future_revision_is_served_at_the_current_one(
+    store: Store, origin: int
+) -> None:
     await store.create("/registry/pods/ns/a", b"v")
-    result = await store.list("/registry/pods/", revision=99)
-    assert result.revision == 1
+    result = await store.list("/registry/pods/", revision=origin + 99)
+    assert result.revision == origin + 1
     assert [kv.key for kv in result.items] == ["/registry/pods/ns/a"]
 
 
@@ -106,11 +110,11 @@ async def test_start_after_before_the_prefix_is_ignored(store: Store) -> None:
     ]
 
 
-async def test_list_below_the_compacted_revision_fails(store: Store) -> None:
+async def test_list_below_the_compacted_revision_fails(store: Store, origin: int) -> None:
     for i in range(4):
         await store.create(f"/registry/pods/ns/p{i}", b"v")
-    await store.compact(3)
+    await store.compact(origin + 3)
     with pytest.raises(Compacted) as caught:
-        await store.list("/registry/pods/", revision=2)
-    assert (caught.value.requested, caught.value.compacted) == (2, 3)
-    assert len((await store.list("/registry/pods/", revision=3)).items) == 3
+        await store.list("/registry/pods/", revision=origin + 2)
+    assert (caught.value.requested, caught.value.compacted) == (origin + 2, origin + 3)
+    assert len((await store.list("/registry/pods/", revision=origin + 3)).items) == 3

@@ -14,14 +14,14 @@ BUFFER = 8
 
 async def test_slow_watcher_is_ended_alone_and_can_resume(open_backend) -> None:  # type: ignore[no-untyped-def]
     store: Store = open_backend(watch_buffer=BUFFER)
-    await store.create("/registry/pods/ns/k0", b"v")
-    slow = store.watch("/registry/pods/", after_revision=0)
-    assert (await anext(slow)).revision == 1  # subscribed; now it stops reading
+    first = await store.create("/registry/pods/ns/k0", b"v")
+    slow = store.watch("/registry/pods/", after_revision=first.mod_revision - 1)
+    assert (await anext(slow)).revision == first.mod_revision  # subscribed; now it stops reading
 
     fast_seen: asyncio.Queue[Event] = asyncio.Queue()
 
     async def fast_watch() -> None:
-        async for event in store.watch("/registry/pods/", after_revision=1):
+        async for event in store.watch("/registry/pods/", after_revision=first.mod_revision):
             fast_seen.put_nowait(event)
 
     fast = asyncio.create_task(fast_watch(), name="test-fast-watcher")
@@ -33,12 +33,12 @@ async def test_slow_watcher_is_ended_alone_and_can_resume(open_backend) -> None:
 
         with pytest.raises(WatchOverflow) as caught:
             await anext(slow)
-        assert caught.value.last_revision == 1
+        assert caught.value.last_revision == first.mod_revision
         assert not fast.done()
 
         resumed = store.watch("/registry/pods/", after_revision=caught.value.last_revision)
         replay = [(await anext(resumed)).revision for _ in range(writes)]
-        assert replay == list(range(2, writes + 2))
+        assert replay == list(range(first.mod_revision + 1, first.mod_revision + writes + 1))
         await resumed.aclose()  # type: ignore[attr-defined]
     fast.cancel()
     with pytest.raises(asyncio.CancelledError):

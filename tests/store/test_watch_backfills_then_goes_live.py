@@ -9,14 +9,15 @@ from store.base import Event, EventType, Store
 from store.watchhub import HISTORY_PAGE
 
 
-async def test_watch_from_an_old_revision_backfills_then_goes_live(store: Store) -> None:
+async def test_watch_from_an_old_revision_backfills_then_goes_live(
+    store: Store, origin: int
+) -> None:
     history = HISTORY_PAGE * 2 + 17  # spans several history pages
-    for i in range(history):
-        await store.create(f"/registry/pods/ns/p{i}", b"v")
+    created = [(await store.create(f"/registry/pods/ns/p{i}", b"v")) for i in range(history)]
     await store.create("/registry/nodes/n1", b"elsewhere")
-    after = 5
+    after = origin + 5
     live = 300
-    expected = [r for r in range(after + 1, history + 1)]
+    expected = [kv.mod_revision for kv in created if kv.mod_revision > after]
     seen: list[Event] = []
 
     async with asyncio.timeout(60):
@@ -25,7 +26,9 @@ async def test_watch_from_an_old_revision_backfills_then_goes_live(store: Store)
         # writes landing while the back-fill is still being read
         writes = [
             asyncio.create_task(
-                store.update(f"/registry/pods/ns/p{i}", b"w", expected_revision=i + 1),
+                store.update(
+                    f"/registry/pods/ns/p{i}", b"w", expected_revision=created[i].mod_revision
+                ),
                 name=f"test-update-{i}",
             )
             for i in range(live)
@@ -43,8 +46,9 @@ async def test_watch_from_an_old_revision_backfills_then_goes_live(store: Store)
 
     assert [e.revision for e in seen] == expected
     assert all(e.kv.key.startswith("/registry/pods/") for e in seen)
-    assert [e.type for e in seen[: history - after]] == [EventType.ADDED] * (history - after)
-    assert {e.type for e in seen[history - after :]} == {EventType.MODIFIED}
+    backfilled = history - 5
+    assert [e.type for e in seen[:backfilled]] == [EventType.ADDED] * backfilled
+    assert {e.type for e in seen[backfilled:]} == {EventType.MODIFIED}
 
 
 async def test_watch_from_the_current_revision_sees_only_new_writes(store: Store) -> None:
@@ -58,14 +62,16 @@ async def test_watch_from_the_current_revision_sees_only_new_writes(store: Store
     await watch.aclose()  # type: ignore[attr-defined]
 
 
-async def test_closing_a_watch_releases_it_and_leaves_others_running(store: Store) -> None:
-    first = store.watch("/registry/pods/", after_revision=0)
-    second = store.watch("/registry/pods/", after_revision=0)
+async def test_closing_a_watch_releases_it_and_leaves_others_running(
+    store: Store, origin: int
+) -> None:
+    first = store.watch("/registry/pods/", after_revision=origin)
+    second = store.watch("/registry/pods/", after_revision=origin)
     await store.create("/registry/pods/ns/a", b"v")
-    assert (await anext(first)).revision == 1
-    assert (await anext(second)).revision == 1
+    assert (await anext(first)).revision == origin + 1
+    assert (await anext(second)).revision == origin + 1
     await first.aclose()  # type: ignore[attr-defined]
     await store.create("/registry/pods/ns/b", b"v")
     async with asyncio.timeout(10):
-        assert (await anext(second)).revision == 2
+        assert (await anext(second)).revision == origin + 2
     await second.aclose()  # type: ignore[attr-defined]
