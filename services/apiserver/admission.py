@@ -17,7 +17,8 @@ and its token volume.
 Dynamic admission comes last, as in Kubernetes' plugin order: ``mutate_dynamically`` (the
 mutating webhooks, ``webhooks``) after the built-in mutations and defaults, and
 ``validate_dynamically`` (the validating webhooks, then the ValidatingAdmissionPolicies,
-``validating_policy``) after schema validation, just before the write.
+``validating_policy``) after schema validation, just before the write; a DELETE goes through
+both (``admit_delete_dynamically``), the mutating webhooks seeing no object to change.
 
 Limits: the namespace is looked up in the namespaces watch cache, falling back to the store,
 so a namespace created a moment ago is found; a namespace deleted concurrently with a create
@@ -38,7 +39,13 @@ from services.apiserver.context import ApiContext
 from services.apiserver.serviceaccount_admission import admit_pod
 from services.apiserver.webhooks import Attributes
 
-__all__ = ["admit_create", "admit_delete", "mutate_dynamically", "validate_dynamically"]
+__all__ = [
+    "admit_create",
+    "admit_delete",
+    "admit_delete_dynamically",
+    "mutate_dynamically",
+    "validate_dynamically",
+]
 
 Obj = dict[str, Any]
 
@@ -127,3 +134,10 @@ async def validate_dynamically(
     """Refuse what a validating webhook or a ValidatingAdmissionPolicy refuses."""
     await webhooks.validate(request, attrs, obj, old)
     await validating_policy.validate(request, attrs, obj, old)
+
+
+async def admit_delete_dynamically(request: web.Request, attrs: Attributes, *, old: Obj) -> None:
+    """A DELETE through the mutating webhooks (which may only refuse it), then the validating
+    webhooks and policies, as Kubernetes' delete admission runs them."""
+    await webhooks.mutate_delete(request, attrs, old)
+    await validate_dynamically(request, attrs, None, old=old)

@@ -9,7 +9,9 @@ own ``Audit-ID`` header is kept), stage, ``requestURI``, verb, user, ``sourceIPs
 ``userAgent``, ``objectRef``, ``responseStatus`` (with the Status message of a failure), the
 request and response bodies at the Request / RequestResponse levels, the two timestamps, and
 the authorization decision as the ``authorization.k8s.io/decision`` and ``.../reason``
-annotations when the authorizer recorded one (``request[AUTHZ_DECISION]``).
+annotations when the authorizer recorded one (``request[AUTHZ_DECISION]``), and the annotations
+admission added (``annotate``: webhooks' ``auditAnnotations``, ValidatingAdmissionPolicies'
+``auditAnnotations`` and ``Audit`` failures).
 
 Stages: ``RequestReceived`` and, for long-running requests (watches, exec, attach, log,
 port-forward, proxy), ``ResponseStarted`` are written when the response starts — only then is
@@ -58,12 +60,22 @@ from services.apiserver.impersonation import impersonator
 from services.apiserver.inflight import LONG_RUNNING_SUBRESOURCES
 from services.apiserver.request_info import RequestInfo, attributes_for, request_info
 
-__all__ = ["AUDIT", "AUTHZ_DECISION", "AuditLog", "AuditWriter", "setup_audit"]
+__all__ = ["AUDIT", "AUTHZ_DECISION", "AuditLog", "AuditWriter", "annotate", "setup_audit"]
 
 log = logging.getLogger(__name__)
 
 AUTHZ_DECISION: web.RequestKey[tuple[Decision, str]] = web.RequestKey("authz_decision")
 """Where the authorizer leaves ``(Decision, reason)`` for the audit annotations."""
+
+ADMISSION_ANNOTATIONS: web.RequestKey[dict[str, str]] = web.RequestKey("admission_annotations")
+"""Audit annotations admission added to this request (``annotate``)."""
+
+
+def annotate(request: web.Request, key: str, value: str) -> None:
+    """Add an audit annotation to this request's events; the first value of a key stays (as
+    Kubernetes' ``AddAnnotation`` keeps it)."""
+    request.setdefault(ADMISSION_ANNOTATIONS, {}).setdefault(key, value)
+
 
 _MIB = 1024 * 1024
 BATCH_INTERVAL = 0.02
@@ -318,15 +330,16 @@ class AuditLog:
                 event["responseObject"] = obj
         event["requestReceivedTimestamp"] = record.received
         event["stageTimestamp"] = stamp or now_micro_time()
+        annotations = dict(request.get(ADMISSION_ANNOTATIONS) or {})
         authz = request.get(AUTHZ_DECISION)
         if authz is not None:
             decision, reason = authz
-            event["annotations"] = {
-                "authorization.k8s.io/decision": "allow"
-                if decision is Decision.ALLOW
-                else "forbid",
-                "authorization.k8s.io/reason": reason,
-            }
+            annotations["authorization.k8s.io/decision"] = (
+                "allow" if decision is Decision.ALLOW else "forbid"
+            )
+            annotations["authorization.k8s.io/reason"] = reason
+        if annotations:
+            event["annotations"] = annotations
         self.writer.write(dumps(event) + b"\n")
 
 

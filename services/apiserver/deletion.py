@@ -37,7 +37,7 @@ from pydantic import ValidationError
 from api.errors import BadRequest, Conflict, NotFound
 from api.meta import DeleteOptions, format_time, now_time, parse_time
 from api.registry import ResourceType
-from services.apiserver.admission import admit_delete, validate_dynamically
+from services.apiserver.admission import admit_delete, admit_delete_dynamically
 from services.apiserver.codec import json_response, read_body
 from services.apiserver.context import ApiContext
 from services.apiserver.identity import request_user
@@ -272,7 +272,7 @@ async def _validate_dynamically(
     name: str,
     options: DeleteOptions,
 ) -> None:
-    """The validating webhooks and policies on a DELETE: ``oldObject`` is the stored object."""
+    """The webhooks and policies on a DELETE: ``oldObject`` is the stored object."""
     if is_exempt(rt):
         return
     current = await ctx.storage(rt).get_or_none(namespace, name)
@@ -287,7 +287,7 @@ async def _validate_dynamically(
         dry_run=bool(options.dry_run),
         options={k: v for k, v in options.to_dict().items() if k not in ("apiVersion", "kind")},
     )
-    await validate_dynamically(request, attrs, None, old=current)
+    await admit_delete_dynamically(request, attrs, old=current)
 
 
 async def delete(

@@ -3,8 +3,8 @@
 Why: a webhook is a server to run, secure and keep up; most validation rules are one line
 ("replicas <= params.maxReplicas"). Kubernetes' ValidatingAdmissionPolicy plugin
 (``staging/src/k8s.io/apiserver/pkg/admission/plugin/policy/validating``) evaluates them in
-process; this module does the same with ``celpy`` (cel-python, a pure-Python implementation of
-the CEL spec), after the validating webhooks:
+process; this module does the same with ``celpy`` (cel-python, through ``admission_cel``), after
+the validating webhooks:
 
 * a **binding** (``ValidatingAdmissionPolicyBinding``) names its policy; the write must match
   the policy's ``matchConstraints`` and the binding's ``matchResources`` (the same matcher as the
@@ -13,42 +13,54 @@ the CEL spec), after the validating webhooks:
   ``name``, or every object its ``selector`` matches, each evaluated; in ``paramRef.namespace``
   or, for a namespaced kind, the request's namespace); none found is a refusal under
   ``parameterNotFoundAction: Deny`` and a pass under ``Allow``;
-* each of ``validations`` is evaluated with ``object``, ``oldObject`` (null on create, and
-  ``object`` null on delete), ``request`` (the AdmissionReview request's attributes) and
-  ``params``; ``false`` fails with ``message``, else ``messageExpression``'s string, else
-  ``failed expression: <expression>``, and ``reason`` (default ``Invalid``, 422; ``Forbidden``
-  403, ``Unauthorized`` 401, ``RequestEntityTooLarge`` 413);
-* a failure is acted on per the binding's ``validationActions``: ``Deny`` refuses with
-  Kubernetes' ``ValidatingAdmissionPolicy 'p' with binding 'b' denied request: <message>``,
-  ``Warn`` adds ``Validation failed for ValidatingAdmissionPolicy 'p' with binding 'b':
-  <message>`` as a ``Warning`` header, ``Audit`` logs it;
-* an expression that does not compile or fails to evaluate is an error: ``failurePolicy: Fail``
-  (the default) refuses with ``... denied request: expression '<e>' resulted in error: <why>``,
-  ``Ignore`` skips that policy.
+* expressions see ``object``, ``oldObject`` (null on create, and ``object`` null on delete),
+  ``request`` (the AdmissionReview request's attributes), ``params``, ``namespaceObject`` (the
+  namespace of a namespaced write) and ``variables.<name>`` (``spec.variables``, composited in
+  order);
+* ``matchConditions``: any ``false`` skips the policy for that binding and params; one that
+  fails to evaluate skips it under ``failurePolicy: Ignore`` and fails it under ``Fail``;
+* each of ``validations``: ``false`` fails with ``message``, else ``messageExpression``'s
+  string, else ``failed expression: <expression>``, and ``reason`` (default ``Invalid``, 422;
+  ``Forbidden`` 403, ``Unauthorized`` 401, ``RequestEntityTooLarge`` 413); one that fails to
+  evaluate (or does not compile) fails with ``expression '<e>' resulted in error: <why>``
+  under ``Fail`` and passes under ``Ignore``;
+* a failure is acted on per the binding's ``validationActions``: ``Deny`` refuses (the first
+  denial, after every policy was evaluated) with Kubernetes'
+  ``ValidatingAdmissionPolicy 'p' with binding 'b' denied request: <message>``, ``Warn`` adds
+  ``Validation failed for ValidatingAdmissionPolicy 'p' with binding 'b': <message>`` as a
+  ``Warning`` header, ``Audit`` adds the audit annotation
+  ``validation.policy.admission.k8s.io/validation_failure`` (a JSON list of ``{message, policy,
+  binding, expressionIndex, validationActions}``);
+* ``auditAnnotations``: each ``valueExpression`` that yields a string becomes the audit
+  annotation ``<policy>/<key>`` (distinct values of a policy's bindings joined by ``", "``, each
+  cut at 10 KiB); null leaves it out; an error fails the policy under ``Fail``.
 
 Limits: expressions are not type-checked when the policy is written (``status.typeChecking``
-stays empty; a broken expression shows when it is evaluated); ``variables``,
-``matchConditions``, ``auditAnnotations``, ``namespaceObject`` and ``authorizer`` are not
-available; ``Audit`` writes a log line, not an audit-event annotation; CEL cost limits are not
-enforced.
+stays empty; a broken expression shows when it is evaluated); no ``authorizer`` variable; CEL
+cost limits are not enforced.
 """
 
 from __future__ import annotations
 
-import functools
+import json
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-import celpy
 from aiohttp import web
-from celpy.adapter import json_to_cel
-from celpy.celparser import CELParseError
 from celpy.celtypes import BoolType
-from celpy.evaluation import CELEvalError
 
 from api.selectors import label_selector_from_dict
+from services.apiserver.admission_cel import (
+    Activation,
+    ExpressionFailed,
+    activation,
+    evaluate,
+    match,
+    with_variables,
+)
+from services.apiserver.audit import annotate
 from services.apiserver.context import CONTEXT, ApiContext
 from services.apiserver.webhooks import (
     Attributes,
@@ -56,6 +68,7 @@ from services.apiserver.webhooks import (
     is_exempt,
     matches,
     namespace_labels,
+    namespace_object,
     refusal,
     review_request,
     warn,
@@ -75,42 +88,26 @@ _REASON_CODES = {
 }
 """The reasons a validation may give, and the HTTP code each refuses with."""
 
-_ENVIRONMENT = celpy.Environment()
-
 _EVERY_RESOURCE = [
     {"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*", "*/*"]}
 ]
 """A binding's ``matchResources`` without ``resourceRules`` leaves the policy's own to decide."""
 
+VALIDATION_FAILURE = "validation.policy.admission.k8s.io/validation_failure"
+"""The audit annotation an ``Audit`` action writes."""
 
-class ExpressionFailed(Exception):
-    """An expression that did not compile, or did not evaluate to what it must."""
-
-
-@functools.lru_cache(maxsize=1024)
-def _program(expression: str) -> celpy.Runner:
-    try:
-        return _ENVIRONMENT.program(_ENVIRONMENT.compile(expression))
-    except CELParseError as exc:
-        raise ExpressionFailed(f"compilation failed: {exc}") from exc
-
-
-def _evaluate(expression: str, activation: dict[str, Any]) -> Any:
-    try:
-        result = _program(expression).evaluate(activation)
-    except CELEvalError as exc:
-        raise ExpressionFailed(str(exc.args[0] if exc.args else exc)) from exc
-    if isinstance(result, CELEvalError):
-        raise ExpressionFailed(str(result.args[0] if result.args else result))
-    return result
+MAX_ANNOTATION_VALUE = 10 * 1024
+"""Characters of an ``auditAnnotations`` value kept (Kubernetes' maxAuditAnnotationValueLength)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Failure:
-    """One validation that did not hold."""
+    """One validation that did not hold (or could not be evaluated under ``Fail``)."""
 
     message: str
     reason: str = "Invalid"
+    index: int = 0
+    """Which of the policy's validations (``expressionIndex`` of the Audit annotation)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,36 +132,78 @@ class Bound:
     def binding_spec(self) -> Obj:
         return self.binding.get("spec") or {}
 
+    @property
+    def fails_closed(self) -> bool:
+        return self.spec.get("failurePolicy") != "Ignore"
 
-def _failures(bound: Bound, activation: dict[str, Any]) -> Iterator[Failure]:
-    for rule in bound.spec.get("validations") or ():
+
+@dataclass
+class Outcome:
+    """What evaluating every binding decided: denials in order, and audit annotations by
+    policy name, then key, in order of their distinct values."""
+
+    denials: list[tuple[Bound, Failure]] = field(default_factory=list)
+    annotations: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+
+    def add_annotation(self, bound: Bound, key: str, value: str) -> None:
+        values = self.annotations.setdefault(bound.policy["metadata"]["name"], {}).setdefault(
+            key, []
+        )
+        if value not in values:
+            values.append(value)
+
+
+def _failures(bound: Bound, bound_vars: Activation) -> Iterator[Failure]:
+    for index, rule in enumerate(bound.spec.get("validations") or ()):
         expression = str(rule.get("expression") or "")
         try:
-            result = _evaluate(expression, activation)
+            result = evaluate(expression, bound_vars)
+            if not isinstance(result, BoolType):
+                raise ExpressionFailed(f"expression '{expression}' resulted in a non-bool value")
         except ExpressionFailed as exc:
-            raise ExpressionFailed(f"expression '{expression}' resulted in error: {exc}") from exc
-        if not isinstance(result, BoolType):
-            raise ExpressionFailed(f"expression '{expression}' resulted in a non-bool value")
-        if result:
+            if bound.fails_closed:
+                yield Failure(message=str(exc), index=index)
+            else:
+                log.warning("%s: %s; ignored (failurePolicy Ignore)", bound.names, exc)
             continue
-        yield Failure(
-            message=_message(rule, expression, activation),
-            reason=str(rule.get("reason") or "Invalid"),
-        )
+        if not result:
+            yield Failure(
+                message=_message(rule, expression, bound_vars),
+                reason=str(rule.get("reason") or "Invalid"),
+                index=index,
+            )
 
 
-def _message(rule: Obj, expression: str, activation: dict[str, Any]) -> str:
+def _message(rule: Obj, expression: str, bound_vars: Activation) -> str:
     if rule.get("message"):
         return str(rule["message"])
     if rule.get("messageExpression"):
         try:
-            text = _evaluate(str(rule["messageExpression"]), activation)
+            text = evaluate(str(rule["messageExpression"]), bound_vars)
         except ExpressionFailed as exc:
             log.warning("messageExpression of a validation failed: %s", exc)
         else:
             if isinstance(text, str) and text.strip():
                 return str(text)
     return f"failed expression: {expression}"
+
+
+def _audit_annotations(bound: Bound, bound_vars: Activation, outcome: Outcome) -> None:
+    for annotation in bound.spec.get("auditAnnotations") or ():
+        expression = str(annotation.get("valueExpression") or "")
+        try:
+            value = evaluate(expression, bound_vars)
+            if value is not None and not isinstance(value, str):
+                raise ExpressionFailed(
+                    f"valueExpression '{expression}' resulted in unsupported return type"
+                )
+        except ExpressionFailed as exc:
+            if bound.fails_closed:
+                outcome.denials.append((bound, Failure(message=str(exc))))
+            continue
+        if value is not None:
+            key = str(annotation.get("key") or "")
+            outcome.add_annotation(bound, key, str(value)[:MAX_ANNOTATION_VALUE])
 
 
 async def _params(ctx: ApiContext, bound: Bound, attrs: Attributes) -> list[Obj | None] | None:
@@ -211,23 +250,28 @@ def _bindings(ctx: ApiContext) -> Iterator[Bound]:
             yield Bound(policy=policy, binding=binding)
 
 
-def _act(request: web.Request, bound: Bound, failure: Failure) -> None:
-    actions = bound.binding_spec.get("validationActions") or ()
+def _act(request: web.Request, bound: Bound, failure: Failure, outcome: Outcome) -> None:
+    actions = list(bound.binding_spec.get("validationActions") or ())
     if "Deny" in actions:
-        code = _REASON_CODES.get(failure.reason, 422)
-        raise refusal(
-            f"{bound.names} denied request: {failure.message}", code=code, reason=failure.reason
-        )
+        outcome.denials.append((bound, failure))
     if "Warn" in actions:
         warn(request, [f"Validation failed for {bound.names}: {failure.message}"])
     if "Audit" in actions:
-        log.info("audit: validation failed for %s: %s", bound.names, failure.message)
+        value = {
+            "message": failure.message,
+            "policy": bound.binding_spec.get("policyName"),
+            "binding": bound.binding["metadata"]["name"],
+            "expressionIndex": failure.index,
+            "validationActions": actions,
+        }
+        annotate(request, VALIDATION_FAILURE, json.dumps([value], separators=(",", ":")))
 
 
 async def validate(
     request: web.Request, attrs: Attributes, obj: Obj | None, old: Obj | None
 ) -> None:
-    """Evaluate every binding whose policy matches this write; act on each failure."""
+    """Evaluate every binding whose policy matches this write; act on each failure; refuse
+    with the first denial."""
     if is_exempt(attrs.rt):
         return
     ctx = request.app[CONTEXT]
@@ -235,7 +279,9 @@ async def validate(
     if not bindings:
         return
     labels = await namespace_labels(ctx, attrs, obj, old)
+    namespace = await namespace_object(ctx, attrs)
     review = review_request(attrs, None, None)
+    outcome = Outcome()
     for bound in bindings:
         constraints = bound.spec.get("matchConstraints") or {}
         if not matches(constraints, attrs, namespace_labels=labels, obj=obj, old=old):
@@ -249,26 +295,37 @@ async def validate(
             old=old,
         ):
             continue
-        await _check(
-            request, ctx, bound, attrs, {"object": obj, "oldObject": old, "request": review}
+        for params in await _params(ctx, bound, attrs) or ():
+            bound_vars = activation(
+                obj=obj, old=old, request=review, params=params, namespaceObject=namespace
+            )
+            _check(
+                request,
+                bound,
+                with_variables(bound_vars, bound.spec.get("variables") or ()),
+                outcome,
+            )
+    for policy, by_key in outcome.annotations.items():
+        for key, values in by_key.items():
+            annotate(request, f"{policy}/{key}", ", ".join(values))
+    if outcome.denials:
+        bound, failure = outcome.denials[0]
+        code = _REASON_CODES.get(failure.reason, 422)
+        raise refusal(
+            f"{bound.names} denied request: {failure.message}", code=code, reason=failure.reason
         )
 
 
-async def _check(
-    request: web.Request, ctx: ApiContext, bound: Bound, attrs: Attributes, variables: Obj
-) -> None:
-    for params in await _params(ctx, bound, attrs) or ():
-        activation = {
-            name: json_to_cel(value) for name, value in {**variables, "params": params}.items()
-        }
-        try:
-            failures = list(_failures(bound, activation))
-        except ExpressionFailed as exc:
-            if bound.spec.get("failurePolicy") == "Ignore":
-                log.warning("%s: %s; ignored (failurePolicy Ignore)", bound.names, exc)
-                continue
-            raise refusal(
-                f"{bound.names} denied request: {exc}", code=422, reason="Invalid"
-            ) from exc
-        for failure in failures:
-            _act(request, bound, failure)
+def _check(request: web.Request, bound: Bound, bound_vars: Activation, outcome: Outcome) -> None:
+    """One binding with one set of params: its match conditions, validations and annotations."""
+    conditions = bound.spec.get("matchConditions")
+    if conditions:
+        decided = match(conditions, bound_vars, fail=bound.fails_closed)
+        if decided.error is not None:
+            _act(request, bound, Failure(message=decided.error), outcome)
+            return
+        if not decided.matches:
+            return
+    for failure in _failures(bound, bound_vars):
+        _act(request, bound, failure, outcome)
+    _audit_annotations(bound, bound_vars, outcome)

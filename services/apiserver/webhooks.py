@@ -12,6 +12,10 @@ on its answer. This module does the same for every kind, built-in and custom:
   other cluster-scoped objects always match) and ``objectSelector`` (the object's or the old
   object's labels). The admission kinds themselves are exempt, as in Kubernetes, so a broken
   webhook can always be removed.
+* **matchConditions** (CEL over ``object``, ``oldObject`` and ``request``; ``admission_cel``),
+  evaluated just before each call: any ``false`` skips the webhook; one that fails to evaluate
+  skips it under ``failurePolicy: Ignore`` and refuses the request under ``Fail`` with 403
+  ``<resource> "<name>" is forbidden: expression '<e>' resulted in error: <why>``.
 * **Calling** (``WebhookClient``): ``clientConfig.url``, or a ``service`` reference resolved
   through its EndpointSlices to a ready endpoint, which must be on loopback (kubelite's pods are
   loopback processes; a webhook address elsewhere would turn the apiserver into a proxy to the
@@ -22,16 +26,21 @@ on its answer. This module does the same for every kind, built-in and custom:
   ``patchType: JSONPatch`` answer (base64) is applied to the object; a webhook with
   ``reinvocationPolicy: IfNeeded`` is called once more when a later webhook changed the object.
 * **Validating** webhooks run in parallel; the first refusal in order is the answer.
+* **DELETE** goes through both, as Kubernetes' ``AdmissionToValidateObjectDeleteFunc`` sends it:
+  ``object`` null, ``oldObject`` the stored object; a mutating webhook may refuse it, and one
+  that answers a non-empty patch fails it (500 ``admission webhook "x" attempted to modify the
+  object, which is not supported for this operation``).
 * A refusal is Kubernetes' ``admission webhook "x" denied the request: <message>`` with the
   webhook's ``status.code`` (400 when it gave none or less) and ``status.reason``; a webhook
   that cannot be called, times out or answers nonsense refuses with 500 ``failed calling
   webhook`` under ``failurePolicy: Fail`` and is skipped under ``Ignore``. ``warnings`` become
-  ``Warning`` headers (``ADMISSION_WARNINGS``).
+  ``Warning`` headers (``ADMISSION_WARNINGS``); ``auditAnnotations`` become the request's audit
+  annotations as ``<webhook name>/<key>``.
 
 Limits: ``matchPolicy: Equivalent`` has nothing to convert (kubelite serves one version of each
-built-in kind, and a custom kind's other versions are not translated); ``matchConditions`` are
-not evaluated; webhook ``auditAnnotations`` are not written to the audit log; the
-``CONNECT`` operation (exec, attach, port-forward) does not call webhooks.
+built-in kind, and a custom kind's other versions are not translated); matchConditions have no
+``authorizer`` variable; the ``CONNECT`` operation (exec, attach, port-forward, proxy) does not
+call webhooks; the mutation and patch audit annotations Kubernetes adds are not written.
 """
 
 from __future__ import annotations
@@ -53,10 +62,12 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from api.errors import InternalError, StatusError
+from api.errors import Forbidden, InternalError, StatusError
 from api.patches import apply_json_patch
 from api.registry import ResourceType
 from api.selectors import label_selector_from_dict
+from services.apiserver.admission_cel import activation, match
+from services.apiserver.audit import annotate
 from services.apiserver.context import CONTEXT, ApiContext
 from services.apiserver.identity import UserInfo
 from services.apiserver.predicate import Predicate
@@ -72,7 +83,9 @@ __all__ = [
     "is_exempt",
     "matches",
     "mutate",
+    "mutate_delete",
     "namespace_labels",
+    "namespace_object",
     "refusal",
     "review_request",
     "validate",
@@ -199,15 +212,21 @@ async def namespace_labels(
         return _labels(obj if obj is not None else old)
     if not rt.namespaced or attrs.namespace is None:
         return None
+    return _labels(await namespace_object(ctx, attrs))
+
+
+async def namespace_object(ctx: ApiContext, attrs: Attributes) -> Obj | None:
+    """The Namespace a namespaced write happens in (a policy's ``namespaceObject``); None for a
+    cluster-scoped one (a Namespace included, as in Kubernetes)."""
+    if not attrs.rt.namespaced or attrs.namespace is None:
+        return None
     ns_rt = ctx.resource("", "namespaces")
     cache = ctx.cache(ns_rt)
-    found: Obj | None = None
     if cache is not None and cache.ready.is_set():
         event = cache.lookup(ns_rt.key(None, attrs.namespace))
-        found = event.obj if event is not None else None
-    if found is None:
-        found = await ctx.storage(ns_rt).get_or_none(None, attrs.namespace)
-    return _labels(found)
+        if event is not None:
+            return event.obj
+    return await ctx.storage(ns_rt).get_or_none(None, attrs.namespace)
 
 
 def configurations(ctx: ApiContext, kind: str) -> list[Obj]:
@@ -485,6 +504,28 @@ def warn(request: web.Request, warnings: Iterable[Any]) -> None:
         request.setdefault(ADMISSION_WARNINGS, []).extend(texts)
 
 
+def _conditions_hold(hook: Hook, attrs: Attributes, obj: Obj | None, old: Obj | None) -> bool:
+    """Whether the webhook's ``matchConditions`` let it be called; a condition that fails to
+    evaluate under ``failurePolicy: Fail`` refuses the request (403, as Kubernetes)."""
+    conditions = hook.spec.get("matchConditions")
+    if not conditions:
+        return True
+    bound = activation(obj=obj, old=old, request=review_request(attrs, obj, old))
+    decided = match(conditions, bound, fail=not hook.ignores_failure)
+    if decided.error is not None:
+        log.warning("match conditions of webhook %s failed, failing closed", hook.name)
+        rt = attrs.rt
+        resource = f"{rt.plural}.{rt.group}" if rt.group else rt.plural
+        named = f'{resource} "{attrs.name}"' if attrs.name else resource
+        raise Forbidden(
+            f"{named} is forbidden: {decided.error}",
+            kind=rt.plural,
+            name=attrs.name or None,
+            group=rt.group or None,
+        )
+    return decided.matches
+
+
 async def _ask(
     request: web.Request, hook: Hook, attrs: Attributes, obj: Obj | None, old: Obj | None
 ) -> Obj | None:
@@ -499,6 +540,9 @@ async def _ask(
             )
             return None
         raise _call_failed(hook, exc) from exc
+    annotations = response.get("auditAnnotations")
+    for key, value in (annotations if isinstance(annotations, dict) else {}).items():
+        annotate(request, f"{hook.name}/{key}", str(value))
     warn(request, response.get("warnings") or ())
     if not response.get("allowed"):
         raise denial(f'admission webhook "{hook.name}"', response.get("status"))
@@ -513,6 +557,8 @@ async def mutate(request: web.Request, attrs: Attributes, obj: Obj, old: Obj | N
     called: list[tuple[Hook, int]] = []
     """Each webhook called, with how many changes the object had had when it answered."""
     for hook in hooks:
+        if not _conditions_hold(hook, attrs, obj, old):
+            continue
         response = await _ask(request, hook, attrs, obj, old)
         if response is not None and response.get("patch"):
             patched = _apply(hook, obj, response)
@@ -521,11 +567,41 @@ async def mutate(request: web.Request, attrs: Attributes, obj: Obj, old: Obj | N
         called.append((hook, changes))
     # reinvocationPolicy IfNeeded: once more if a later webhook changed the object
     for hook, changes_seen in called:
-        if hook.spec.get("reinvocationPolicy") == "IfNeeded" and changes > changes_seen:
+        reinvoke = hook.spec.get("reinvocationPolicy") == "IfNeeded" and changes > changes_seen
+        if reinvoke and _conditions_hold(hook, attrs, obj, old):
             response = await _ask(request, hook, attrs, obj, old)
             if response is not None and response.get("patch"):
                 obj = _apply(hook, obj, response)
     return obj
+
+
+async def mutate_delete(request: web.Request, attrs: Attributes, old: Obj) -> None:
+    """A DELETE through the matching mutating webhooks, as Kubernetes sends it (``object``
+    null, ``oldObject`` the stored object): they may refuse it, but one that answers a patch
+    fails the request (there is no object to change)."""
+    ctx = request.app[CONTEXT]
+    for hook in await _applicable(ctx, "mutatingwebhookconfigurations", attrs, None, old):
+        if not _conditions_hold(hook, attrs, None, old):
+            continue
+        response = await _ask(request, hook, attrs, None, old)
+        if response is not None and _patch_ops(hook, response):
+            raise InternalError(
+                f'Internal error occurred: admission webhook "{hook.name}" attempted to modify '
+                "the object, which is not supported for this operation"
+            )
+
+
+def _patch_ops(hook: Hook, response: Obj) -> list[Any]:
+    """The JSONPatch operations of a webhook's answer (none without a patch)."""
+    if not response.get("patch"):
+        return []
+    try:
+        ops = json.loads(base64.b64decode(str(response["patch"]), validate=True))
+    except (binascii.Error, ValueError) as exc:
+        raise _call_failed(
+            hook, CallFailed(f"received undecodable patch in webhook response: {exc}")
+        ) from exc
+    return ops if isinstance(ops, list) else [ops]
 
 
 def _apply(hook: Hook, obj: Obj, response: Obj) -> Obj:
@@ -543,8 +619,9 @@ async def validate(
     hooks = await _applicable(ctx, "validatingwebhookconfigurations", attrs, obj, old)
     if not hooks:
         return
+    called = [h for h in hooks if _conditions_hold(h, attrs, obj, old)]
     results = await asyncio.gather(
-        *(_ask(request, h, attrs, obj, old) for h in hooks), return_exceptions=True
+        *(_ask(request, h, attrs, obj, old) for h in called), return_exceptions=True
     )
     for result in results:
         if isinstance(result, BaseException):
