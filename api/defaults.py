@@ -52,6 +52,7 @@ from api.admissionregistration import (
     default_policy_binding,
     default_webhook_configuration,
 )
+from api.autoscaling import default_horizontal_pod_autoscaler
 from api.batch import generate_job_selector
 from api.meta import KubeModel
 from api.quantity import canonical_quantity, parse_quantity
@@ -556,4 +557,5 @@ _BY_KIND: dict[str, Callable[[dict[str, Any]], None]] = {
     "ValidatingWebhookConfiguration": default_webhook_configuration,
     "ValidatingAdmissionPolicy": default_policy,
     "ValidatingAdmissionPolicyBinding": default_policy_binding,
+    "HorizontalPodAutoscaler": default_horizontal_pod_autoscaler,
 }

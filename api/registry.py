@@ -32,6 +32,7 @@ from api.authorization import (
     SelfSubjectRulesReview,
     SubjectAccessReview,
 )
+from api.autoscaling import HorizontalPodAutoscaler
 from api.batch import CronJob, Job
 from api.config import ConfigMap, Secret, ServiceAccount
 from api.coordination import Lease
@@ -610,6 +611,18 @@ REGISTRY: Registry = Registry(
             short_names=("cj",),
             categories=("all",),
             subresources=(_status("CronJob"),),
+        ),
+        ResourceType(
+            group="autoscaling",
+            version="v2",
+            kind="HorizontalPodAutoscaler",
+            plural="horizontalpodautoscalers",
+            singular="horizontalpodautoscaler",
+            namespaced=True,
+            model=HorizontalPodAutoscaler,
+            short_names=("hpa",),
+            categories=("all",),
+            subresources=(_status("HorizontalPodAutoscaler"),),
         ),
         ResourceType(
             group="policy",

@@ -2294,6 +2294,110 @@ def _validating_admission_policy_binding(obj: dict[str, Any]) -> list[Cause]:
     return causes
 
 
+# -- autoscaling: HorizontalPodAutoscaler ----------------------------------------------------
+# pkg/apis/autoscaling/validation: replicas bounds, the target, each metric's source and
+# target, and the behaviour's rules.
+
+_METRIC_TYPES = ("ContainerResource", "External", "Object", "Pods", "Resource")
+_TARGET_TYPES = ("AverageValue", "Utilization", "Value")
+_SELECT_POLICIES = ("Disabled", "Max", "Min")
+_POLICY_TYPES = ("Percent", "Pods")
+_MAX_PERIOD_SECONDS = 1800
+_MAX_STABILIZATION_WINDOW = 3600
+
+
+def _metric_target(field: str, target: Any) -> list[Cause]:
+    target = _map(target)
+    kind = target.get("type")
+    if kind not in _TARGET_TYPES:
+        return [not_supported(f"{field}.type", kind, _TARGET_TYPES)]
+    utilization = target.get("averageUtilization")
+    if kind == "Utilization" and not (isinstance(utilization, int) and utilization > 0):
+        return [invalid(f"{field}.averageUtilization", utilization, "must be greater than 0")]
+    return []
+
+
+def _hpa_metric(field: str, metric: dict[str, Any]) -> list[Cause]:
+    kind = metric.get("type")
+    if kind not in _METRIC_TYPES:
+        return [not_supported(f"{field}.type", kind, _METRIC_TYPES)]
+    source_key = kind[0].lower() + kind[1:]
+    source = metric.get(source_key)
+    if not isinstance(source, dict):
+        return [
+            required(
+                f"{field}.{source_key}", "must populate information for the given metric source"
+            )
+        ]
+    if kind in ("Resource", "ContainerResource"):
+        causes = [] if source.get("name") else [required(f"{field}.{source_key}.name")]
+        return causes + _metric_target(f"{field}.{source_key}.target", source.get("target"))
+    return []
+
+
+def _scaling_rules(field: str, rules: Any) -> list[Cause]:
+    rules = _map(rules)
+    causes: list[Cause] = []
+    window = rules.get("stabilizationWindowSeconds")
+    if isinstance(window, int) and not 0 <= window <= _MAX_STABILIZATION_WINDOW:
+        causes.append(
+            invalid(
+                f"{field}.stabilizationWindowSeconds",
+                window,
+                f"must be less than or equal to {_MAX_STABILIZATION_WINDOW}"
+                if window > 0
+                else "must be greater than or equal to zero",
+            )
+        )
+    select = rules.get("selectPolicy")
+    if select is not None and select not in _SELECT_POLICIES:
+        causes.append(not_supported(f"{field}.selectPolicy", select, _SELECT_POLICIES))
+    for i, policy in _items(rules.get("policies")):
+        at = f"{field}.policies[{i}]"
+        if policy.get("type") not in _POLICY_TYPES:
+            causes.append(not_supported(f"{at}.type", policy.get("type"), _POLICY_TYPES))
+        if not (isinstance(policy.get("value"), int) and policy["value"] > 0):
+            causes.append(invalid(f"{at}.value", policy.get("value"), "must be greater than zero"))
+        period = policy.get("periodSeconds")
+        if not (isinstance(period, int) and 0 < period <= _MAX_PERIOD_SECONDS):
+            causes.append(
+                invalid(
+                    f"{at}.periodSeconds",
+                    period,
+                    f"must be greater than zero and less than or equal to {_MAX_PERIOD_SECONDS}",
+                )
+            )
+    return causes
+
+
+def _horizontal_pod_autoscaler(obj: dict[str, Any]) -> list[Cause]:
+    spec = _map(obj.get("spec"))
+    causes: list[Cause] = []
+    ref = _map(spec.get("scaleTargetRef"))
+    for key in ("kind", "name"):
+        if not ref.get(key):
+            causes.append(required(f"spec.scaleTargetRef.{key}"))
+    minimum, maximum = spec.get("minReplicas", 1), spec.get("maxReplicas")
+    if isinstance(minimum, int) and minimum < 1:
+        causes.append(invalid("spec.minReplicas", minimum, "must be greater than or equal to 1"))
+    if isinstance(maximum, int):
+        if maximum < 1:
+            causes.append(invalid("spec.maxReplicas", maximum, "must be greater than 0"))
+        elif isinstance(minimum, int) and maximum < minimum:
+            causes.append(
+                invalid(
+                    "spec.maxReplicas", maximum, "must be greater than or equal to `minReplicas`"
+                )
+            )
+    for i, metric in _items(spec.get("metrics")):
+        causes += _hpa_metric(f"spec.metrics[{i}]", metric)
+    behavior = _map(spec.get("behavior"))
+    for key in ("scaleUp", "scaleDown"):
+        if key in behavior:
+            causes += _scaling_rules(f"spec.behavior.{key}", behavior[key])
+    return causes
+
+
 _SEMANTIC: dict[str, Callable[[dict[str, Any]], list[Cause]]] = {
     "Pod": _pod,
     "ReplicationController": _replication_controller,
@@ -2315,6 +2419,7 @@ _SEMANTIC: dict[str, Callable[[dict[str, Any]], list[Cause]]] = {
     "Job": _job,
     "CronJob": _cron_job,
     "PodDisruptionBudget": _pod_disruption_budget,
+    "HorizontalPodAutoscaler": _horizontal_pod_autoscaler,
     "Service": _service,
     "Endpoints": _endpoints,
     "EndpointSlice": _endpoint_slice,

@@ -757,6 +757,80 @@ PDB_PRINTER = TablePrinter(
 )
 
 
+# ---- horizontal pod autoscalers
+
+_HPA_MAX_METRICS = 2
+"""``formatHPAMetrics`` shows two metrics, then ``+ N more...``."""
+_HPA_METRIC_TYPES = ("ContainerResource", "External", "Object", "Pods", "Resource")
+
+
+def _hpa_metric(spec: Mapping[str, Any], status: Mapping[str, Any] | None) -> str:
+    """One metric as ``formatHPAMetrics`` writes it (``cpu: 45%/50%``, ``<unknown>`` unmeasured)."""
+    kind = str(spec.get("type") or "")
+    key = kind[:1].lower() + kind[1:]  # the source's field: resource, containerResource, pods ...
+    if kind not in _HPA_METRIC_TYPES or not isinstance(spec.get(key), dict):
+        return "<unknown type>"
+    source = spec[key]
+    target = source.get("target") or {}
+    current = ((status or {}).get(key) or {}).get("current") or {}
+    if kind in ("Resource", "ContainerResource"):
+        name = f"{source.get('name', '')}: "
+        if target.get("averageValue") is None:
+            shown, wanted = current.get("averageUtilization"), target.get("averageUtilization")
+            return (
+                f"{name}{'<unknown>' if shown is None else f'{shown}%'}/"
+                f"{'<auto>' if wanted is None else f'{wanted}%'}"
+            )
+        return f"{name}{current.get('averageValue', '<unknown>')}/{target['averageValue']}"
+    if kind == "Pods":
+        return f"{current.get('averageValue', '<unknown>')}/{target.get('averageValue')}"
+    if target.get("averageValue") is not None:  # Object, External
+        return f"{current.get('averageValue', '<unknown>')}/{target['averageValue']} (avg)"
+    return f"{current.get('value', '<unknown>')}/{target.get('value')}"
+
+
+def _hpa_metrics(specs: list[Any], statuses: list[Any]) -> str:
+    if not specs:
+        return "<none>"
+    shown = [
+        _hpa_metric(spec, statuses[i] if i < len(statuses) else None)
+        for i, spec in enumerate(specs)
+        if isinstance(spec, dict)
+    ]
+    text = ", ".join(shown[:_HPA_MAX_METRICS])
+    more = len(shown) - _HPA_MAX_METRICS
+    return f"{text} + {more} more..." if more > 0 else text
+
+
+def _hpa_cells(hpa: Obj, now: datetime) -> list[Any]:
+    spec, status = _spec(hpa), _status(hpa)
+    ref = spec.get("scaleTargetRef") or {}
+    minimum = spec.get("minReplicas")
+    return [
+        _meta(hpa).get("name", ""),
+        f"{ref.get('kind', '')}/{ref.get('name', '')}",
+        _hpa_metrics(list(spec.get("metrics") or []), list(status.get("currentMetrics") or [])),
+        "<unset>" if minimum is None else str(minimum),
+        int(spec.get("maxReplicas") or 0),
+        int(status.get("currentReplicas") or 0),
+        _age(hpa, now),
+    ]
+
+
+HPA_PRINTER = TablePrinter(
+    columns=(
+        NAME,
+        Column("Reference", description="The scale target: its kind and name."),
+        Column("Targets", description="Each metric's current value and its target."),
+        Column("MinPods", description="The least number of replicas scaled down to."),
+        Column("MaxPods", type="integer", description="The most replicas scaled up to."),
+        Column("Replicas", type="integer", description="The target's replicas, last seen."),
+        AGE,
+    ),
+    cells=_hpa_cells,
+)
+
+
 # ---- endpoints and endpoint slices
 
 _MAX_LISTED = 3
@@ -1291,6 +1365,7 @@ PRINTERS: dict[tuple[str, str], TablePrinter] = {
     ("batch", "Job"): JOB_PRINTER,
     ("batch", "CronJob"): CRON_JOB_PRINTER,
     ("policy", "PodDisruptionBudget"): PDB_PRINTER,
+    ("autoscaling", "HorizontalPodAutoscaler"): HPA_PRINTER,
     ("", "Endpoints"): ENDPOINTS_PRINTER,
     ("discovery.k8s.io", "EndpointSlice"): ENDPOINT_SLICE_PRINTER,
     ("", "Event"): EVENT_PRINTER,

@@ -51,6 +51,12 @@ def test_every_served_resource_is_registered_with_kubernetes_names() -> None:
             ("sc",),
         ),
         ("apps", "v1", "statefulsets"): ("StatefulSet", "statefulset", True, ("sts",)),
+        ("autoscaling", "v2", "horizontalpodautoscalers"): (
+            "HorizontalPodAutoscaler",
+            "horizontalpodautoscaler",
+            True,
+            ("hpa",),
+        ),
         ("apps", "v1", "daemonsets"): ("DaemonSet", "daemonset", True, ("ds",)),
         ("apps", "v1", "controllerrevisions"): (
             "ControllerRevision",
@@ -182,6 +188,7 @@ def test_lookups_by_any_name() -> None:
         "coordination.k8s.io": ["v1"],
         "storage.k8s.io": ["v1"],
         "batch": ["v1"],
+        "autoscaling": ["v2"],
         "policy": ["v1"],
         "discovery.k8s.io": ["v1"],
         "rbac.authorization.k8s.io": ["v1"],

@@ -328,6 +328,28 @@ SAMPLES: dict[tuple[str, str], Sample] = {
             },
         }
     ),
+    ("autoscaling", "HorizontalPodAutoscaler"): Sample(
+        {
+            "apiVersion": "autoscaling/v2",
+            "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": NAME},
+            "spec": {
+                "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                "minReplicas": 1,
+                "maxReplicas": 5,
+                "metrics": [
+                    {
+                        "type": "Resource",
+                        "resource": {
+                            "name": "cpu",
+                            "target": {"type": "Utilization", "averageUtilization": 50},
+                        },
+                    }
+                ],
+                "behavior": {"scaleDown": {"stabilizationWindowSeconds": 60}},
+            },
+        }
+    ),
     ("policy", "PodDisruptionBudget"): Sample(
         {
             "apiVersion": "policy/v1",
