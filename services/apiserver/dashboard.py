@@ -21,8 +21,9 @@ about ``get`` on it like any other request. On the insecure loopback port every 
 superuser, so the page simply works there. On the secure port a browser has no credentials of
 its own: it gets the page when it presents a client certificate the apiserver trusts, or when
 an administrator makes the static files public (a ClusterRole allowing ``get`` on ``/ui`` and
-``/ui/*`` bound to ``system:unauthenticated``, as Kubernetes' dashboard serves its login page
-to anyone); the page then sends the bearer token a person pastes into it with every API call.
+``/ui/*`` bound to ``system:authenticated`` and ``system:unauthenticated``, as Kubernetes'
+dashboard serves its login page to anyone); the page then sends the bearer token a person
+pastes into it with every API call.
 Because making ``/ui/*`` public also makes the trace endpoint's path public, the endpoint asks
 the authorizers itself whether the user may ``get`` the pod and ``list`` Events in its
 namespace — it never reveals more than those two requests would. An owner the user may not
