@@ -4,6 +4,11 @@ The webhooks are a real aiohttp HTTPS server on loopback with a certificate from
 the test (``component.pki``); the apiserver trusts it through ``caBundle``. A new configuration
 reaches the apiserver through its watch cache, so each test first waits until a dry-run write
 shows the webhook at work (that is the server's own state, not a sleep).
+
+Also pinned: ``matchConditions`` (a false one skips the webhook; one that cannot be evaluated
+refuses under Fail with Kubernetes' 403 and skips under Ignore), a DELETE through a mutating
+webhook (``object`` null; it may refuse, a patch is a 500), and a webhook's
+``auditAnnotations`` in the audit log as ``<webhook>/<key>``.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from aiohttp import web
 
 from component import pki
 from kubelite.testing.waiting import apoll_until
-from tests.apiserver.conftest import Api
+from tests.apiserver.conftest import Api, MakeApi
 from tests.factories import crd, widget
 
 Obj = dict[str, Any]
@@ -373,3 +378,133 @@ async def test_webhook_configurations_are_validated_with_kubernetes_messages(api
     assert causes["webhooks[0].failurePolicy"] == (
         'Unsupported value: "Sometimes": supported values: "Fail", "Ignore"'
     )
+
+
+async def test_match_conditions_choose_which_webhooks_are_called(
+    api: Api, webhooks: Webhooks
+) -> None:
+    labelled_only = [
+        {
+            "name": "hooked",
+            "expression": "has(object.metadata.labels) && object.metadata.labels['hooked'] == 'yes'",
+        },
+        {"name": "not-by-nobody", "expression": "request.userInfo.username != 'nobody'"},
+    ]
+    stamp = webhooks.hook(
+        "stamp",
+        lambda r: patch(r, [{"op": "add", "path": "/data/stamped", "value": "yes"}]),
+        matchConditions=labelled_only,
+    )
+    await api.ok("POST", MWC, configuration("MutatingWebhookConfiguration", "stamp", stamp))
+    hooked = configmap("probe", seed="0")
+    hooked["metadata"]["labels"] = {"hooked": "yes"}
+    await until_active(api, lambda s, out: s == 201 and "stamped" in out["data"], hooked)
+    webhooks.reviews.clear()
+    plain = await api.ok("POST", CM, configmap("plain", seed="0"))
+    assert plain["data"] == {"seed": "0"} and "stamp" not in webhooks.reviews
+
+    # a condition that cannot be evaluated: Fail refuses (403), Ignore skips the webhook, and a
+    # false condition skips it whatever the others' errors
+    missing = {"name": "missing", "expression": "object.data.missing == 'x'"}
+    strict = webhooks.hook("strict", allow, matchConditions=[missing], failurePolicy="Fail")
+    lenient = webhooks.hook("lenient", allow, matchConditions=[missing], failurePolicy="Ignore")
+    never = webhooks.hook(
+        "never",
+        allow,
+        matchConditions=[missing, {"name": "off", "expression": "false"}],
+        failurePolicy="Fail",
+    )
+    for name, hook in (("lenient", lenient), ("never", never)):
+        await api.ok("POST", VWC, configuration("ValidatingWebhookConfiguration", name, hook))
+    await api.ok("POST", VWC, configuration("ValidatingWebhookConfiguration", "strict", strict))
+    await until_active(api, lambda s, _: s == 403, configmap("probe", seed="0"))
+    status, out = await api.post(CM, configmap("refused", seed="0"))
+    assert (status, out["reason"]) == (403, "Forbidden")
+    assert out["message"].startswith(
+        "configmaps \"refused\" is forbidden: expression 'object.data.missing == 'x'' "
+        "resulted in error: "
+    )
+    await api.ok("DELETE", f"{VWC}/strict")
+    await until_active(api, lambda s, _: s == 201, configmap("probe", seed="0"))
+    webhooks.reviews.clear()
+    await api.ok("POST", CM, configmap("passed", seed="0"))
+    assert not {"lenient", "never"} & set(webhooks.reviews)
+    await api.ok("POST", CM, configmap("matched", missing="x"))
+    assert [r["name"] for r in webhooks.reviews["lenient"]] == ["matched"]
+    assert "never" not in webhooks.reviews
+
+
+async def test_a_delete_goes_through_mutating_webhooks_which_may_only_refuse_it(
+    api: Api, webhooks: Webhooks
+) -> None:
+    def on_delete(request: Obj) -> Obj:
+        name = request["oldObject"]["metadata"]["name"]
+        if name == "patched":
+            return patch(request, [{"op": "add", "path": "/metadata/labels", "value": {}}])
+        if name == "refused":
+            return {"uid": request["uid"], "allowed": False, "status": {"message": "keep it"}}
+        return allow(request)
+
+    deletes = [
+        {
+            "operations": ["DELETE"],
+            "apiGroups": [""],
+            "apiVersions": ["v1"],
+            "resources": ["configmaps"],
+        }
+    ]
+    for name in ("plain", "patched", "refused"):
+        await api.ok("POST", CM, configmap(name))
+    hook = webhooks.hook("deleter", on_delete, rules=deletes)
+    await api.ok("POST", MWC, configuration("MutatingWebhookConfiguration", "deleter", hook))
+
+    async def refusing() -> bool:
+        return (await api.delete(f"{CM}/refused?dryRun=All"))[0] == 400
+
+    await apoll_until(refusing, what="the mutating webhook to see deletes")
+    await api.ok("DELETE", f"{CM}/plain")
+    review = webhooks.reviews["deleter"][-1]
+    assert (review["operation"], review["object"]) == ("DELETE", None)
+    assert review["oldObject"]["metadata"]["name"] == "plain"
+    assert review["options"]["kind"] == "DeleteOptions"
+
+    status, out = await api.delete(f"{CM}/patched")
+    assert (status, out["message"]) == (
+        500,
+        'Internal error occurred: admission webhook "deleter.example.com" attempted to modify '
+        "the object, which is not supported for this operation",
+    )
+    status, out = await api.delete(f"{CM}/refused")
+    assert (status, out["message"]) == (
+        400,
+        'admission webhook "deleter.example.com" denied the request: keep it',
+    )
+    for name in ("patched", "refused"):
+        assert (await api.get(f"{CM}/{name}"))[0] == 200
+
+
+async def test_webhook_audit_annotations_reach_the_audit_log(
+    make_api: MakeApi, webhooks: Webhooks, tmp_path: Path
+) -> None:
+    policy = tmp_path / "audit-policy.yaml"
+    policy.write_text("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n")
+    log = tmp_path / "audit.log"
+    api = await make_api(audit_policy_file=policy, audit_log_path=str(log))
+    noted = webhooks.hook(
+        "noted", lambda r: allow(r, auditAnnotations={"verdict": f"fine:{r['name']}"})
+    )
+    await api.ok("POST", VWC, configuration("ValidatingWebhookConfiguration", "noted", noted))
+    await until_active(api, lambda s, _: s == 201 and "noted" in webhooks.reviews, configmap("p"))
+    async with api.client.post(CM, json=configmap("audited")) as resp:
+        assert resp.status == 201
+        audit_id = resp.headers["Audit-Id"]
+
+    async def completed() -> Obj | None:
+        for line in log.read_text().splitlines() if log.exists() else ():
+            event = json.loads(line)
+            if event["auditID"] == audit_id and event["stage"] == "ResponseComplete":
+                return dict(event)
+        return None
+
+    event = await apoll_until(completed, what="the create's audit event")
+    assert event["annotations"]["noted.example.com/verdict"] == "fine:audited"
