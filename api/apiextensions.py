@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import Field
 
@@ -38,6 +38,7 @@ __all__ = [
     "CustomObject",
     "CustomResource",
     "CustomResourceDefinition",
+    "KindRules",
     "PrinterColumn",
     "ScalePaths",
     "condition",
@@ -102,9 +103,24 @@ class ScalePaths:
     label_selector: str | None = None
 
 
+class KindRules(Protocol):
+    """What a built-in kind served from its schema (``api.schema_kinds``) checks and sets beyond
+    the schema: its registry strategy's defaults, validation and generation rule."""
+
+    def default(self, obj: dict[str, Any]) -> None:
+        """Defaults the schema's ``default`` values cannot express (in place)."""
+
+    def validate(self, obj: dict[str, Any], *, old: dict[str, Any] | None) -> list[Cause]:
+        """Causes beyond the schema's: semantic rules on create, immutable fields on update."""
+
+    def generation_moves(self, new: dict[str, Any], old: dict[str, Any]) -> bool:
+        """Whether an update bumps ``metadata.generation`` (it starts at 1)."""
+
+
 @dataclass(frozen=True)
 class CustomResource:
-    """What the apiserver needs, beyond a ``ResourceType``, to serve one version of a CRD's kind."""
+    """What the apiserver needs, beyond a ``ResourceType``, to serve one version of a kind from
+    its schema: a CRD's, or a built-in one's (``rules`` set, ``crd_name`` empty)."""
 
     crd_name: str
     storage_version: str
@@ -114,6 +130,14 @@ class CustomResource:
     deprecation_warning: str | None = None
     """Sent as a ``Warning`` header on every request to a deprecated version."""
     has_status: bool = False
+    rules: KindRules | None = None
+    """A built-in kind's strategy (``api.schema_kinds``); None for a CRD's kind."""
+
+    @property
+    def builtin(self) -> bool:
+        """A built-in kind served from its schema: it takes strategic merge patches, its names
+        are reserved against CRDs, and its table prints Go's zero value for a missing field."""
+        return self.rules is not None
 
 
 # -- defaults, names, conditions ---------------------------------------------------------------

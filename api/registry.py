@@ -23,7 +23,7 @@ from api.admissionregistration import (
     ValidatingAdmissionPolicyBinding,
     ValidatingWebhookConfiguration,
 )
-from api.apiextensions import CustomResource, CustomResourceDefinition
+from api.apiextensions import CustomObject, CustomResource, CustomResourceDefinition
 from api.apps import ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet
 from api.authentication import SelfSubjectReview, TokenReview
 from api.authorization import (
@@ -42,6 +42,7 @@ from api.endpoints import Endpoints
 from api.persistentvolumes import PersistentVolume, PersistentVolumeClaim
 from api.policy import PodDisruptionBudget
 from api.rbac import ClusterRole, ClusterRoleBinding, Role, RoleBinding
+from api.schema_kinds import SCHEMA_KINDS
 from api.services import Service
 from api.storage import StorageClass
 
@@ -87,8 +88,9 @@ class ResourceType:
     field_getters: Mapping[str, FieldGetter] = field(default_factory=dict)
     """Selectable fields (``fieldSelector``) beyond ``metadata.name``/``metadata.namespace``."""
     custom: CustomResource | None = None
-    """Set for a version of a CustomResourceDefinition's kind: it is served from the CRD's
-    schema (``api.schema_validation``) rather than from ``model``."""
+    """Set for a version of a CustomResourceDefinition's kind, or a built-in kind served from its
+    schema (``api.schema_kinds``): served from the schema (``api.schema_validation``) rather than
+    from ``model``."""
 
     @property
     def api_version(self) -> str:
@@ -330,6 +332,26 @@ def _admission_types() -> list[ResourceType]:
             subresources=subresources,
         )
         for kind, suffix, model, subresources in kinds
+    ]
+
+
+def _schema_types() -> list[ResourceType]:
+    """Built-in kinds served from their OpenAPI schema, as custom resources are
+    (``api.schema_kinds``)."""
+    return [
+        ResourceType(
+            group=k.group,
+            version=k.version,
+            kind=k.kind,
+            plural=k.plural,
+            singular=k.kind.lower(),
+            namespaced=k.namespaced,
+            model=CustomObject,
+            short_names=k.short_names,
+            categories=k.categories,
+            custom=k.custom_resource(),
+        )
+        for k in SCHEMA_KINDS
     ]
 
 
@@ -678,6 +700,7 @@ REGISTRY: Registry = Registry(
             subresources=(_status("CustomResourceDefinition"),),
         ),
         *_admission_types(),
+        *_schema_types(),
     ]
 )
 """Every resource kubelite serves, in discovery order (core first)."""

@@ -801,3 +801,14 @@ def widget(name: str, *, version: str = "v1", group: str = "example.com", **spec
         "metadata": {"name": name},
         "spec": {"size": "small", **spec},
     }
+
+
+def priority_class(name: str, value: int = 1000, **fields: Any) -> Obj:
+    """A scheduling.k8s.io/v1 PriorityClass (a built-in kind served from its schema)."""
+    return {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+        **fields,
+    }

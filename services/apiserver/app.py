@@ -55,6 +55,7 @@ from services.apiserver.bootstrap import (
     ensure_default_storage_class,
     ensure_kubernetes_service,
     ensure_namespaces,
+    ensure_system_priority_classes,
 )
 from services.apiserver.bootstrap_policy import ensure_bootstrap_policy
 from services.apiserver.codec import MAX_BODY_BYTES
@@ -258,6 +259,7 @@ async def _store_lifetime(app: web.Application) -> AsyncIterator[None]:
 async def _bootstrap(app: web.Application) -> AsyncIterator[None]:
     await ensure_namespaces(app[CONTEXT])
     await ensure_default_storage_class(app[CONTEXT])
+    await ensure_system_priority_classes(app[CONTEXT])
     await ensure_kubernetes_service(app[CONTEXT])
     await ensure_bootstrap_policy(app[CONTEXT])
     yield

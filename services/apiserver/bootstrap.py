@@ -1,5 +1,5 @@
-"""What exists from the first start: the system namespaces, the default storage class and the
-``kubernetes`` Service.
+"""What exists from the first start: the system namespaces, the default storage class, the
+``kubernetes`` Service and the system priority classes.
 
 Kubernetes' apiserver creates ``default``, ``kube-system``, ``kube-public`` and
 ``kube-node-lease`` itself (the "system namespaces" controller), so a fresh cluster accepts pods
@@ -14,6 +14,10 @@ holds the first address of ``--service-cluster-ip-range`` and port 443 (``https`
 ``component: apiserver`` and ``provider: kubernetes``, without a selector: its endpoints name the
 apiserver itself.
 
+The two system PriorityClasses, ``system-node-critical`` and ``system-cluster-critical``, are
+created as Kubernetes' scheduling post-start hook creates them (the only classes whose names may
+start ``system-``).
+
 This runs at every start and creates whichever are missing; existing ones are left as they are
 (a user who deleted ``local-path`` gets it back at the next start, as with k3s' manifest).
 """
@@ -25,6 +29,7 @@ from typing import Any
 
 from api.errors import AlreadyExists, StatusError
 from api.registry import ResourceType
+from api.schema_kinds.priorityclass import SYSTEM_PRIORITY_CLASSES
 from api.storage import DEFAULT_CLASS_ANNOTATION, LOCAL_PATH_CLASS, LOCAL_PATH_PROVISIONER
 from services.apiserver.context import ApiContext
 from services.apiserver.strategy import default_object, prepare_for_create
@@ -34,6 +39,7 @@ __all__ = [
     "ensure_default_storage_class",
     "ensure_kubernetes_service",
     "ensure_namespaces",
+    "ensure_system_priority_classes",
 ]
 
 log = logging.getLogger(__name__)
@@ -87,6 +93,19 @@ async def ensure_default_storage_class(ctx: ApiContext) -> bool:
     created = await _create_missing(ctx, rt, obj)
     if created:
         log.info("created the default StorageClass %s", LOCAL_PATH_CLASS)
+    return created
+
+
+async def ensure_system_priority_classes(ctx: ApiContext) -> list[str]:
+    """Create the missing system PriorityClasses; returns the names created."""
+    rt = ctx.resource("scheduling.k8s.io", "priorityclasses")
+    created = []
+    for system_class in SYSTEM_PRIORITY_CLASSES:
+        obj = {**system_class, "metadata": dict(system_class["metadata"])}
+        if await _create_missing(ctx, rt, obj):
+            created.append(obj["metadata"]["name"])
+    if created:
+        log.info("created priority classes %s", ", ".join(created))
     return created
 
 

@@ -147,7 +147,7 @@ class CustomResourceDefinitions:
         self.on_change = on_change
         self.rt = ctx.resource(GROUP, "customresourcedefinitions")
         self.storage = ctx.storage(self.rt)
-        self._builtin = [rt for rt in ctx.registry if rt.custom is None]
+        self._builtin = [rt for rt in ctx.registry if rt.custom is None or rt.custom.builtin]
         self._served: dict[str, list[ResourceType]] = {}
         """CRD name -> its registry entries."""
         self._caches: dict[str, asyncio.Task[None]] = {}

@@ -121,7 +121,7 @@ def apply_patch(rt: ResourceType, current: Obj, patch_type: PatchType, patch: An
             "the body of the request was in an unknown format - accepted media types include: "
             + ", ".join(p.value for p in PatchType if p is not PatchType.APPLY)
         )
-    elif rt.custom is not None:
+    elif rt.custom is not None and not rt.custom.builtin:
         # custom kinds have no patch strategies: Kubernetes answers 415 to a strategic merge
         raise UnsupportedMediaType(
             "the body of the request was in an unknown format - accepted media types include: "

@@ -344,7 +344,11 @@ class OpenAPIV3:
         for rt in self._registry:
             if rt.custom is None or (rt.group, rt.version) != (group, version):
                 continue
-            name = ".".join([*reversed(rt.group.split(".")), rt.version, rt.kind])
+            name = (
+                f"io.k8s.api.{rt.group.split('.')[0]}.{rt.version}.{rt.kind}"
+                if rt.custom.builtin
+                else ".".join([*reversed(rt.group.split(".")), rt.version, rt.kind])
+            )
             schema = dict(rt.custom.schema)
             schema["properties"] = {
                 "apiVersion": {"type": "string", "description": _API_VERSION_DOC},

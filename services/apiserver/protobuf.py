@@ -339,6 +339,8 @@ _MESSAGES: dict[str, str] = {
         " 4 lastTransitionTime !Time; 5 reason !str; 6 message !str",
     # --- coordination.k8s.io/v1, policy/v1, autoscaling/v1 ----------------------------------------
     "Lease": "1 metadata ObjectMeta; 2 spec LeaseSpec",
+    "PriorityClass": "1 metadata ObjectMeta; 2 value !i32; 3 globalDefault bool;"
+        " 4 description str; 5 preemptionPolicy ?str",
     "LeaseSpec": "1 holderIdentity ?str; 2 leaseDurationSeconds ?i32; 3 acquireTime MicroTime;"
         " 4 renewTime MicroTime; 5 leaseTransitions ?i32; 6 strategy ?str;"
         " 7 preferredHolder ?str",
@@ -402,6 +404,7 @@ _KINDS: dict[tuple[str, str], str] = {
     ("apps/v1", "Deployment"): "Deployment",
     ("apps/v1", "ReplicaSet"): "ReplicaSet",
     ("coordination.k8s.io/v1", "Lease"): "Lease",
+    ("scheduling.k8s.io/v1", "PriorityClass"): "PriorityClass",
     ("batch/v1", "Job"): "Job",
     ("batch/v1", "CronJob"): "CronJob",
     ("policy/v1", "PodDisruptionBudget"): "PodDisruptionBudget",

@@ -1411,23 +1411,30 @@ def _custom_cell(type_: str, values: list[Any], now: datetime) -> Any:
     return None
 
 
+_GO_ZERO: dict[str, Any] = {"integer": 0, "number": 0, "boolean": False, "string": ""}
+
+
 def custom_printer(custom: CustomResource) -> TablePrinter:
-    """A CRD version's columns: ``Name``, then its ``additionalPrinterColumns``."""
+    """A CRD version's columns: ``Name``, then its ``additionalPrinterColumns``; a built-in
+    kind's from its schema (``api.schema_kinds``) likewise."""
+    printed = custom.printer_columns
     columns = (
         NAME,
         *(
             Column(
                 c.name, type=c.type, description=c.description, priority=c.priority, format=c.format
             )
-            for c in custom.printer_columns
+            for c in printed
         ),
     )
 
     def cells(obj: Obj, now: datetime) -> list[Any]:
-        return [_meta(obj).get("name", "")] + [
-            _custom_cell(c.type, json_path_values(obj, c.json_path), now)
-            for c in custom.printer_columns
-        ]
+        row = [_custom_cell(c.type, json_path_values(obj, c.json_path), now) for c in printed]
+        if custom.builtin:  # a Go printer prints a missing field as its zero value
+            row = [
+                _GO_ZERO.get(c.type) if v is None else v for c, v in zip(printed, row, strict=True)
+            ]
+        return [_meta(obj).get("name", ""), *row]
 
     return TablePrinter(columns=columns, cells=cells)
 

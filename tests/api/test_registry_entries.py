@@ -158,6 +158,12 @@ def test_every_served_resource_is_registered_with_kubernetes_names() -> None:
             False,
             (),
         ),
+        ("scheduling.k8s.io", "v1", "priorityclasses"): (
+            "PriorityClass",
+            "priorityclass",
+            False,
+            ("pc",),
+        ),
     }
 
 
@@ -196,6 +202,7 @@ def test_lookups_by_any_name() -> None:
         "authentication.k8s.io": ["v1"],
         "apiextensions.k8s.io": ["v1"],
         "admissionregistration.k8s.io": ["v1"],
+        "scheduling.k8s.io": ["v1"],
     }
     pods, deployments = REGISTRY.resolve("pods"), REGISTRY.resolve("deploy")
     assert pods is not None and pods.model is Pod and pods.categories == ("all",)

@@ -248,6 +248,15 @@ SAMPLES: dict[tuple[str, str], Sample] = {
             "provisioner": "example.com/sample",
         }
     ),
+    ("scheduling.k8s.io", "PriorityClass"): Sample(
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": NAME},
+            "value": 1000,
+            "description": "a sample class",
+        }
+    ),
     ("apps", "StatefulSet"): Sample(
         {
             "apiVersion": "apps/v1",
