@@ -1,13 +1,17 @@
 """ValidatingAdmissionPolicy: CEL validations, params from a ConfigMap, and the binding's
-Deny / Warn actions, worded as Kubernetes words them. A new policy reaches admission through
-the watch caches, so each test first waits until a dry-run write shows it at work."""
+Deny / Warn / Audit actions, worded as Kubernetes words them; composited ``variables``,
+``namespaceObject``, ``matchConditions`` and ``auditAnnotations`` (in the audit log). A new
+policy reaches admission through the watch caches, so each test first waits until a dry-run
+write shows it at work."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 from kubelite.testing.waiting import apoll_until
-from tests.apiserver.conftest import Api
+from tests.apiserver.conftest import Api, MakeApi
 
 Obj = dict[str, Any]
 
@@ -154,3 +158,121 @@ async def test_policies_and_bindings_are_validated(api: Api) -> None:
         "spec.validationActions[1]": 'Unsupported value: "Refuse": supported values: '
         '"Audit", "Deny", "Warn"',
     }
+
+
+async def test_variables_namespace_object_and_match_conditions(api: Api) -> None:
+    counted = policy(
+        "counted",
+        {
+            "expression": "variables.withinLimit",
+            "messageExpression": (
+                "'has ' + string(variables.keys) + ' keys in ' + namespaceObject.metadata.name"
+            ),
+        },
+        variables=[
+            {"name": "keys", "expression": "size(object.data)"},
+            {"name": "withinLimit", "expression": "variables.keys <= 2"},
+            {"name": "unused", "expression": "object.data.missing"},  # fails, used by nobody
+        ],
+        matchConditions=[
+            {
+                "name": "not-exempt",
+                "expression": "!has(object.metadata.labels) || !('exempt' in object.metadata.labels)",
+            }
+        ],
+    )
+    await api.ok("POST", VAP, counted)
+    await api.ok("POST", VAPB, binding("counted", "counted", "Deny"))
+    big = configmap("big", a="1", b="2", c="3")
+    await until(api, big, 422)
+    status, out = await api.post(CM, big)
+    assert (status, out["message"]) == (
+        422,
+        "ValidatingAdmissionPolicy 'counted' with binding 'counted' denied request: "
+        "has 3 keys in default",
+    )
+    await api.ok("POST", CM, configmap("small", a="1"))
+    # the match condition leaves an exempt object to itself
+    await api.ok("POST", CM, configmap("exempt", {"exempt": "yes"}, a="1", b="2", c="3"))
+
+
+async def test_match_condition_errors_follow_the_failure_policy(api: Api) -> None:
+    guarded = policy(
+        "guarded",
+        {"expression": "false", "message": "never admitted"},
+        matchConditions=[{"name": "odd", "expression": "object.data.missing == 'x'"}],
+    )
+    await api.ok("POST", VAP, guarded)
+    await api.ok("POST", VAPB, binding("guarded", "guarded", "Deny"))
+    await until(api, configmap("x", other="1"), 422)
+    status, out = await api.post(CM, configmap("x", other="1"))
+    assert status == 422
+    assert out["message"].startswith(
+        "ValidatingAdmissionPolicy 'guarded' with binding 'guarded' denied request: "
+        "expression 'object.data.missing == 'x'' resulted in error: "
+    )
+    # the condition holds: the validation decides
+    status, out = await api.post(CM, configmap("y", missing="x"))
+    assert status == 422 and out["message"].endswith("denied request: never admitted")
+    changed = await api.ok("GET", f"{VAP}/guarded")
+    changed["spec"]["failurePolicy"] = "Ignore"
+    await api.ok("PUT", f"{VAP}/guarded", changed)
+    await until(api, configmap("x", other="1"), 201)
+
+
+async def test_audit_action_and_audit_annotations_reach_the_audit_log(
+    make_api: MakeApi, tmp_path: Path
+) -> None:
+    audit_policy = tmp_path / "audit-policy.yaml"
+    audit_policy.write_text(
+        "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n"
+    )
+    log = tmp_path / "audit.log"
+    api = await make_api(audit_policy_file=audit_policy, audit_log_path=str(log))
+    audited = policy(
+        "audited",
+        {"expression": "true"},
+        {"expression": "size(object.data) <= 1", "message": "too many keys"},
+        auditAnnotations=[
+            {"key": "keys", "valueExpression": "string(size(object.data))"},
+            {"key": "absent", "valueExpression": "null"},
+        ],
+    )
+    await api.ok("POST", VAP, audited)
+    await api.ok("POST", VAPB, binding("audited", "audited", "Audit", "Warn"))
+
+    pair = configmap("pair", a="1", b="2")
+
+    async def warned() -> bool:
+        async with api.client.post(f"{CM}?dryRun=All", json=pair) as resp:
+            return bool(resp.headers.getall("Warning", []))
+
+    await apoll_until(warned, what="the Audit and Warn binding to act")
+    async with api.client.post(CM, json=pair) as resp:
+        assert resp.status == 201  # Audit and Warn do not refuse
+        warnings, audit_id = resp.headers.getall("Warning"), resp.headers["Audit-Id"]
+    assert warnings == [
+        "299 - \"Validation failed for ValidatingAdmissionPolicy 'audited' with binding "
+        "'audited': too many keys\""
+    ]
+
+    async def completed() -> Obj | None:
+        for line in log.read_text().splitlines() if log.exists() else ():
+            event = json.loads(line)
+            if event["auditID"] == audit_id and event["stage"] == "ResponseComplete":
+                return dict(event)
+        return None
+
+    event = await apoll_until(completed, what="the create's audit event")
+    annotations = event["annotations"]
+    assert json.loads(annotations["validation.policy.admission.k8s.io/validation_failure"]) == [
+        {
+            "message": "too many keys",
+            "policy": "audited",
+            "binding": "audited",
+            "expressionIndex": 1,
+            "validationActions": ["Audit", "Warn"],
+        }
+    ]
+    assert annotations["audited/keys"] == "2"
+    assert "audited/absent" not in annotations
