@@ -45,7 +45,16 @@ function eventTime(event) {
   return event.lastTimestamp || event.eventTime || event.metadata.creationTimestamp || "";
 }
 
-const byNewest = (a, b) => (eventTime(a) < eventTime(b) ? 1 : eventTime(a) > eventTime(b) ? -1 : 0);
+/** Milliseconds of an Event's latest occurrence: lastTimestamp has whole seconds, eventTime
+ * (its first occurrence) microseconds; the later of the two orders repeats and single events. */
+function lastSeen(event) {
+  const times = [event.lastTimestamp, event.eventTime, event.metadata.creationTimestamp];
+  return Math.max(...times.filter(Boolean).map(Date.parse), 0);
+}
+
+function byNewest(a, b) {
+  return lastSeen(b) - lastSeen(a) || Number(b.metadata.resourceVersion) - Number(a.metadata.resourceVersion);
+}
 
 // -- the three live tables -----------------------------------------------------------------
 

@@ -1,7 +1,8 @@
 // A pod's trace as a swimlane picture: one lane per component, each step a dot placed by its
 // time offset from the first step, so the seed's flow — apiserver, controller-manager,
 // scheduler, kubelet — reads left to right and top to bottom. Below it, the same steps as an
-// ordered list with their offsets and details (what a screen reader or a copy-paste needs).
+// ordered list, numbered as the dots are, with offsets and details (what a screen reader or a
+// copy-paste needs too).
 
 const SVG = "http://www.w3.org/2000/svg";
 const LANE_ORDER = ["apiserver", "controller-manager", "scheduler", "kubelet"];
@@ -9,7 +10,7 @@ const WIDTH = 900;
 const LANE_HEIGHT = 46;
 const LABEL_WIDTH = 150;
 const PAD = 28;
-const MIN_GAP = 56; // steps a few milliseconds apart still get room for their labels
+const MIN_GAP = 24; // steps a millisecond apart still get a dot of their own
 
 function svg(tag, attrs = {}, text) {
   const el = document.createElementNS(SVG, tag);
@@ -74,16 +75,13 @@ export function drawSwimlane(root, steps) {
       picture.append(svg("line", { x1: previous[0], y1: previous[1], x2: cx, y2: cy, class: "flow" }));
     }
     previous = [cx, cy];
+    // Steps a millisecond apart would overwrite each other's names: each dot carries its
+    // number in the list below, and its name, time and detail as a tooltip.
     const dot = svg("g", { class: "step", "data-step": step.step });
     dot.append(
-      svg("circle", { cx, cy, r: 6 }),
-      svg("text", {
-        x: cx > WIDTH * 0.75 ? cx - 8 : cx + 8,
-        y: cy + (n % 2 ? 16 : -8),
-        class: "step-name",
-        "text-anchor": cx > WIDTH * 0.75 ? "end" : "start",
-      }, step.step),
-      svg("title", {}, `${step.step} — ${step.component} ${offsetText(step.offsetSeconds)}` +
+      svg("circle", { cx, cy, r: 9 }),
+      svg("text", { x: cx, y: cy + 4, class: "step-number", "text-anchor": "middle" }, n + 1),
+      svg("title", {}, `${n + 1}. ${step.step} — ${step.component} ${offsetText(step.offsetSeconds)}` +
         (step.detail ? `\n${step.detail}` : "")),
     );
     picture.append(dot);
