@@ -7,8 +7,11 @@ rules Kubernetes' apiextensions apiserver applies instead (``customresource/stra
 
 * a custom object is defaulted from its schema (``default``), validated against it (422 with
   Kubernetes' field causes) after its ObjectMeta is checked, and stored under the storage
-  version's ``apiVersion``; a read through another served version answers that version's
-  ``apiVersion`` (conversion ``None``);
+  version's ``apiVersion``;
+* every read (GET, LIST, WATCH; ``served_as``) answers the asked version's ``apiVersion``
+  (conversion ``None``) and fills in its schema's defaults, as Kubernetes defaults objects it
+  decodes from storage: one stored before a default was added gets it. Nothing is copied when
+  nothing changes (a watch then sends the cache's shared frame);
 * its ``metadata.generation`` starts at 1 and moves when anything but metadata (and, with a
   status subresource, status) changes; with a status subresource a create drops ``status``;
 * a CRD gets ``singular``/``listKind``/conversion/``Age`` column defaults, Kubernetes'
@@ -26,7 +29,10 @@ written (one that does not compile refuses the CRD) and evaluated on every write
 object, after the schema's checks — unless those found a value of the wrong type, when Kubernetes
 refuses without evaluating them.
 
-Limits: no defaulting on read from storage (objects are defaulted when written).
+Limits: defaults on read come from the schema of the version read (Kubernetes takes those of
+the version the object is stored as; they differ only where versions' defaults differ); a watch
+event that gains a default or another ``apiVersion`` is serialised once per watcher, not once
+per event; unknown fields are pruned when written, not again when read.
 """
 
 from __future__ import annotations
@@ -141,7 +147,7 @@ def served_as(rt: ResourceType, obj: Obj) -> Obj:
     nothing changes; else a copy sharing what did not change (``obj`` may be the watch cache's)."""
     if rt.custom is None:
         return obj
-    served = _defaulted(rt.custom.schema, obj)
+    served: Obj = _defaulted(rt.custom.schema, obj)
     if served.get("apiVersion") != rt.api_version:
         served = {**served, "apiVersion": rt.api_version}
     return served
