@@ -18,7 +18,8 @@ This mirrors client-go's ``util/workqueue`` (``Typed`` + ``DelayingQueue`` +
   additionally waits until every processing key is ``done``.
 
 Delays use ``loop.call_later`` (one timer per waiting key, no background task), so virtual time
-drives them in tests. Not thread-safe: one event loop. Keys must be hashable (strings such as
+drives them in tests. Each queue reports client-go's ``workqueue_*`` metrics under its name
+to the provider it was built under (``client.workqueue_metrics``), if any. Not thread-safe: one event loop. Keys must be hashable (strings such as
 ``namespace/name`` by convention). FIFO order among ready keys.
 """
 
@@ -30,6 +31,7 @@ from collections.abc import Hashable
 from typing import Generic, TypeVar
 
 from client.ratelimit import RateLimiter, default_controller_rate_limiter
+from client.workqueue_metrics import QueueMetrics, queue_metrics
 
 __all__ = ["ShutDown", "WorkQueue"]
 
@@ -41,9 +43,16 @@ class ShutDown(Exception):
 
 
 class WorkQueue(Generic[K]):
-    def __init__(self, *, name: str = "queue", rate_limiter: RateLimiter | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        name: str = "queue",
+        rate_limiter: RateLimiter | None = None,
+        metrics: QueueMetrics | None = None,
+    ) -> None:
         self.name = name
         self.rate_limiter = rate_limiter or default_controller_rate_limiter()
+        self.metrics = metrics if metrics is not None else queue_metrics(name)
         self._queue: deque[K] = deque()
         self._dirty: set[K] = set()
         self._processing: set[K] = set()
@@ -58,6 +67,7 @@ class WorkQueue(Generic[K]):
         """Queue ``item`` unless it is already queued; if it is processing, requeue after done."""
         if self._shutting_down or item in self._dirty:
             return
+        self.metrics.add(item)
         self._dirty.add(item)
         if item in self._processing:
             return
@@ -87,6 +97,7 @@ class WorkQueue(Generic[K]):
 
     def add_rate_limited(self, item: K) -> None:
         """Queue ``item`` after the rate limiter's delay (a retry after a failure)."""
+        self.metrics.retry()
         self.add_after(item, self.rate_limiter.when(item))
 
     def forget(self, item: K) -> None:
@@ -116,10 +127,12 @@ class WorkQueue(Generic[K]):
         item = self._queue.popleft()
         self._processing.add(item)
         self._dirty.discard(item)
+        self.metrics.get(item)
         return item
 
     def done(self, item: K) -> None:
         """The worker finished ``item``; if it was dirtied meanwhile, queue it again."""
+        self.metrics.done(item)
         self._processing.discard(item)
         if item in self._dirty:
             self._queue.append(item)

@@ -22,7 +22,9 @@ Kubernetes: without one, a deleted namespace stays Terminating.
 On shutdown every open watch is ended first (``on_shutdown``), so stopping never waits for
 watch streams to time out.
 
-Every request passes ``authentication`` (the secure port's users; the insecure port's
+Every request is counted and timed first (``metrics``: ``/metrics``, which ``app[METRICS]``
+serves; the store is wrapped in ``MeasuredStore`` to time its calls). Every request passes
+``authentication`` (the secure port's users; the insecure port's
 superuser), then impersonation and RBAC (``authorization``: ``system:masters`` always, the
 roles and bindings in the watch caches otherwise; the default ones are written at start by
 ``bootstrap_policy``); ``service.py`` serves the same app on both ports.
@@ -67,6 +69,8 @@ from services.apiserver.encryption import EncryptingStore, load_encryption_confi
 from services.apiserver.eventttl import sweep_events
 from services.apiserver.health import setup_health
 from services.apiserver.inflight import InflightLimits, limit_inflight
+from services.apiserver.measured_store import MeasuredStore
+from services.apiserver.metrics import ApiServerMetrics, instrument_requests, serve_metrics
 from services.apiserver.middleware import log_malformed_requests, status_errors
 from services.apiserver.proxy import setup_proxy
 from services.apiserver.resource_metrics import serve_resource_metrics
@@ -134,7 +138,10 @@ def make_app(
         if options.encryption_provider_config is not None
         else None
     )
-    store = store if store is not None else open_configured_store(options)
+    metrics = ApiServerMetrics()
+    store = MeasuredStore(
+        store if store is not None else open_configured_store(options), metrics.metrics
+    )
     if encryption is not None:
         store = EncryptingStore(store, encryption)
     registry = Registry(list(registry))  # this app's own: CRDs add their kinds to it
@@ -152,11 +159,14 @@ def make_app(
         max_read_only=options.max_requests_inflight,
         max_mutating=options.max_mutating_requests_inflight,
     )
+    metrics.observe(inflight=inflight, caches=ctx.caches)
     ctx.token_keys = _token_keys(options)
     authentication = _authentication(options, ctx.token_keys)
-    # status_errors outermost: it renders the 401, 403 and 429 the others raise.
+    # instrument_requests outermost: it counts the code the client got; then status_errors,
+    # which renders the 401, 403 and 429 the others raise.
     app = web.Application(
         middlewares=[
+            instrument_requests(metrics),
             status_errors,
             authenticate_requests(authentication),
             authorize_requests,
@@ -181,6 +191,7 @@ def make_app(
     app.on_response_prepare.append(warn_deprecated)
     app.on_response_prepare.append(add_admission_warnings)
     setup_health(app)
+    serve_metrics(app, metrics)
     setup_dashboard(app)
     serve_resource_metrics(app, registry)  # metrics-server's group, from the kubelets
     app[DISCOVERY_CHANGED] = setup_discovery(app, registry)

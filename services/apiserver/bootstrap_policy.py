@@ -4,6 +4,8 @@ Why: with RBAC on, a fresh cluster must already let people and components do the
 ``system:masters`` is ``cluster-admin``; every authenticated user may discover the API and ask
 what it may do (``system:discovery``, ``system:basic-user``); anyone, authenticated or not, may
 read ``/healthz``, ``/livez``, ``/readyz`` and ``/version`` (``system:public-info-viewer``);
+the group ``system:monitoring`` may read ``/metrics`` and the health checks
+(``system:monitoring``, as in Kubernetes: a scraper's certificate carries that group);
 the scheduler, the controller-manager, kube-proxy, kubelets and the DNS have their roles. This
 is Kubernetes' ``bootstrappolicy`` (``ClusterRoles``, ``ClusterRoleBindings``), cut to the
 kinds kubelite serves, and its ``storage_rbac`` post-start hook:
@@ -147,6 +149,7 @@ _VIEW_RULES = [
         "statefulsets/status",
     ),
     _rule(READ, ("autoscaling",), "horizontalpodautoscalers", "horizontalpodautoscalers/status"),
+    _rule(READ, ("metrics.k8s.io",), "pods", "nodes"),  # metrics-server's aggregated reader
     _rule(READ, ("batch",), "cronjobs", "cronjobs/status", "jobs", "jobs/status"),
     _rule(READ, ("policy",), "poddisruptionbudgets", "poddisruptionbudgets/status"),
 ]
@@ -279,6 +282,22 @@ CLUSTER_ROLES: list[Obj] = [
     ),
     _role("system:public-info-viewer", [_urls(("get",), *_PUBLIC_URLS)]),
     _role(
+        "system:monitoring",
+        [
+            _urls(
+                ("get",),
+                "/metrics",
+                "/metrics/slis",
+                "/livez",
+                "/readyz",
+                "/healthz",
+                "/livez/*",
+                "/readyz/*",
+                "/healthz/*",
+            )
+        ],
+    ),
+    _role(
         "system:auth-delegator",
         [
             _rule(("create",), ("authentication.k8s.io",), "tokenreviews"),
@@ -357,6 +376,9 @@ CLUSTER_ROLES: list[Obj] = [
             # what each of its controllers writes (Kubernetes' per-controller roles, in one)
             _rule(READ + WRITE, ("", "apps", "batch", "policy", "discovery.k8s.io"), "*"),
             _rule(READ + WRITE, ("coordination.k8s.io", "storage.k8s.io"), "*"),
+            # horizontal-pod-autoscaler: its autoscalers' status, and the metrics it reads
+            _rule(READ + WRITE, ("autoscaling",), "horizontalpodautoscalers/status"),
+            _rule(("get", "list"), ("metrics.k8s.io",), "pods"),
             # clusterrole-aggregation (system:controller:clusterrole-aggregation-controller)
             _rule(
                 ("escalate", "get", "list", "patch", "update", "watch"), (GROUP,), "clusterroles"
@@ -392,6 +414,11 @@ CLUSTER_ROLE_BINDINGS: list[Obj] = [
         "name": "system:public-info-viewer",
         "role": "system:public-info-viewer",
         "subjects": _subjects("Group", "system:authenticated", "system:unauthenticated"),
+    },
+    {
+        "name": "system:monitoring",
+        "role": "system:monitoring",
+        "subjects": _subjects("Group", "system:monitoring"),
     },
     {
         "name": "system:node-proxier",

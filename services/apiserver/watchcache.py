@@ -22,6 +22,9 @@ On start the cache loads the current state; a client resuming after an apiserver
 a resourceVersion older than that is served by a ``StoreFeed`` from the store's history (or gets
 410 if the store compacted it), and joins the cache on its next re-watch.
 
+Each cache counts what ``/metrics`` reports of it (``services.apiserver.metrics``): events
+received from the store, events handed to its watchers, live objects.
+
 Limits: bookmarks carry the cache's last event revision for this resource (there is no
 store-wide progress notification); events are held in memory (``capacity`` per resource).
 """
@@ -48,6 +51,7 @@ __all__ = [
     "CacheEvent",
     "Delivery",
     "StoreFeed",
+    "Tally",
     "WatchCache",
     "Watcher",
     "WatcherClosed",
@@ -192,6 +196,15 @@ class WatcherClosed(Exception):
         self.reason = reason
 
 
+class Tally:
+    """A count the watchers of one cache share: the events they were handed to send."""
+
+    __slots__ = ("n",)
+
+    def __init__(self) -> None:
+        self.n = 0
+
+
 class Watcher:
     """One client watch: a predicate, a backlog to send first, then a bounded live queue."""
 
@@ -216,6 +229,8 @@ class Watcher:
         self._closed: str | None = None
         self._error: StatusError | None = None
         self.on_close: list[Any] = []
+        self.sent = Tally()
+        """Counts the events handed out to be sent (the cache gives its watchers one tally)."""
         self.direct: Callable[[Delivery], bool] | None = None
         """Set by a streaming handler: sends a delivery at once (True) or declines (False).
 
@@ -239,10 +254,12 @@ class Watcher:
             and not self._backlog
             and self.direct(delivery)
         ):
+            self.sent.n += 1
             return
         if len(self._queue) >= self.capacity:
             self.close("the watcher fell behind; it may resume from its last resourceVersion")
             return
+        self.sent.n += 1
         self._queue.append(delivery)
         self._wakeup.set()
 
@@ -282,6 +299,7 @@ class Watcher:
                     batch.append(item)
                 elif (decided := decide(self.predicate, item)) is not None:
                     batch.append(decided)
+            self.sent.n += len(batch)
             return batch
         if self._queue:
             batch = list(self._queue)
@@ -328,6 +346,9 @@ class WatchCache:
         self._indexes: dict[str, _Index] = {f: _Index(f) for f in INDEX_PREFERENCE}
         self._stopped = False
         self._progress = asyncio.Event()
+        self._sent = Tally()
+        self.events_received = 0
+        """Store events applied since start (``apiserver_watch_cache_events_received_total``)."""
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -348,6 +369,16 @@ class WatchCache:
     def lookup(self, key: str) -> CacheEvent | None:
         """The latest event of a live object (its ``obj`` is the current state), or None."""
         return self._state.get(key)
+
+    @property
+    def object_count(self) -> int:
+        """Live objects of this resource (``apiserver_storage_objects``)."""
+        return len(self._state)
+
+    @property
+    def events_sent(self) -> int:
+        """Events handed to this cache's watchers to send (``apiserver_watch_events_total``)."""
+        return self._sent.n
 
     @property
     def watcher_count(self) -> int:
@@ -399,6 +430,7 @@ class WatchCache:
         else:
             self._unindexed.add(watcher)
         watcher.on_close.append(self._unregister)
+        watcher.sent = self._sent
         if self._stopped:
             watcher.close("the apiserver is shutting down")
         return watcher
@@ -431,6 +463,7 @@ class WatchCache:
 
     def apply(self, event: CacheEvent) -> None:
         """Record one event and offer it to the watchers that may match it."""
+        self.events_received += 1
         if event.type == "DELETED":
             self._state.pop(event.key, None)
         else:

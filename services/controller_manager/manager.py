@@ -10,9 +10,10 @@ What it owns:
 * ``healthy()``: the leader-election health check its process serves as ``/healthz`` (and
   ``/healthz/leaderElection``; see ``service``): ``ok`` unless this replica leads and has not
   renewed its lease for ``lease_duration`` + 20 s (Kubernetes' check);
-* while leading: the ``SharedInformers``, one ``EventRecorder`` per controller (so
-  ``kubectl describe`` names the controller as the event source), and each enabled controller
-  as a named task, all in one supervised task group (``component.tasks``): a controller that
+* while leading: the controllers' work queues (reporting client-go's ``workqueue_*`` metrics
+  to ``queue_metrics``, ``client.workqueue_metrics``, when given), the ``SharedInformers``,
+  one ``EventRecorder`` per controller (so ``kubectl describe`` names the controller as the
+  event source), and each enabled controller as a named task, all in one supervised task group (``component.tasks``): a controller that
   ends stops them all;
 * losing the lease stops every controller and makes ``run()`` raise ``LeadershipLost`` (the
   process exits 1 with one line and its supervisor restarts it, as Kubernetes does);
@@ -28,6 +29,7 @@ is a compare-and-swap, which is what makes a brief overlap harmless.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
 import logging
 import socket
@@ -38,6 +40,7 @@ from typing import Protocol
 
 from client.events import EventRecorder
 from client.leader_election import LeaderElectionConfig, LeaderElector, LeadershipLost
+from client.workqueue_metrics import WorkQueueMetrics
 from client.rest import ApiClient
 from component.tasks import TaskGroup
 from services.controller_manager.informers import SharedInformers
@@ -382,9 +385,16 @@ def enabled_controllers(spec: Iterable[str]) -> list[str]:
 
 
 class ControllerManager:
-    def __init__(self, client: ApiClient, options: ManagerOptions | None = None) -> None:
+    def __init__(
+        self,
+        client: ApiClient,
+        options: ManagerOptions | None = None,
+        *,
+        queue_metrics: WorkQueueMetrics | None = None,
+    ) -> None:
         self.client = client
         self.options = options or ManagerOptions()
+        self.queue_metrics = queue_metrics
         self.elector: LeaderElector | None = None
         self.leading = asyncio.Event()
         self.controllers: dict[str, RunnableController] = {}
@@ -419,7 +429,10 @@ class ControllerManager:
         informers = SharedInformers(self.client)
         ctx = _Context(self.client, informers, opts, [])
         names = enabled_controllers(opts.controllers)
-        built = {name: CONTROLLERS[name](ctx) for name in names}
+        with contextlib.ExitStack() as building:
+            if self.queue_metrics is not None:  # the controllers' queues report to it
+                building.enter_context(self.queue_metrics.providing())
+            built = {name: CONTROLLERS[name](ctx) for name in names}
         controllers = {name: c for name, c in built.items() if c is not None}
         names = list(controllers)
         self.informers, self.controllers = informers, controllers

@@ -5,8 +5,10 @@ What it owns (``ControllerManagerService``, a ``component.Service``):
 * ``start``: the health server on ``--healthz-bind-address:--healthz-port`` (127.0.0.1:10257,
   kube-controller-manager's port; 0 picks one, named by the ``kubelite: controller-manager
   health listening on ...`` line) serving ``/healthz`` and ``/healthz/leaderElection`` from
-  ``ControllerManager.healthy()`` (500 when this leader stopped renewing its lease); then the
-  manager itself (campaign, run the controllers while leading) as a supervised task;
+  ``ControllerManager.healthy()`` (500 when this leader stopped renewing its lease), and
+  ``/metrics``: client-go's ``workqueue_*{name}`` for every controller's queue and
+  ``leader_election_master_status{name}`` (1 while this replica leads); then the manager
+  itself (campaign, run the controllers while leading) as a supervised task;
 * ``wait``: until the manager ends — losing the lease exits 1 with one line, and a supervisor
   restarts the process, as with Kubernetes;
 * ``stop`` (SIGINT/SIGTERM): the controllers stop (in-flight reconciles finish their writes),
@@ -21,8 +23,10 @@ from dataclasses import dataclass, field
 
 from client.kubeconfig import ClientConfig
 from client.rest import ApiClient
+from client.workqueue_metrics import WorkQueueMetrics
 from component.flags import BindAddress
 from component.health import HealthServer
+from component.metrics import Metrics, Samples
 from component.tasks import TaskGroup
 from services.controller_manager.manager import ControllerManager, ManagerOptions
 
@@ -42,11 +46,26 @@ class ControllerManagerService:
     def __init__(self, options: ServiceOptions) -> None:
         self.options = options
         self.client = ApiClient(options.client)
-        self.manager = ControllerManager(self.client, options.manager)
+        self.metrics = Metrics()
+        self.manager = ControllerManager(
+            self.client, options.manager, queue_metrics=WorkQueueMetrics(self.metrics)
+        )
+        self.metrics.gauges(
+            "leader_election_master_status",
+            "Gauge of if the reporting system is master of the relevant lease, 0 indicates "
+            "backup, 1 indicates master. 'name' is the string used to identify the lease.",
+            ("name",),
+            self._leading,
+        )
         self.health = HealthServer(component="controller-manager", address=options.health)
         for path in ("/healthz", "/healthz/leaderElection"):
             self.health.add_check(path, self.manager.healthy)
+        self.health.add_metrics("/metrics", self.metrics.render)
         self.tasks = TaskGroup("controller-manager", logger=log)
+
+    def _leading(self) -> Samples:
+        lease = self.options.manager.lease_name
+        return [((lease,), 1.0 if self.manager.leading.is_set() else 0.0)]
 
     async def start(self) -> None:
         await self.health.start()
