@@ -7,9 +7,10 @@ kinds, the text format and its escaping; this module owns what kubelite adds aro
 * ``Metrics``: a component's own ``CollectorRegistry`` (never the process-global one: tests run
   several components in one process, and each must count only its own requests);
   ``counter``/``gauge``/``histogram`` register on it, ``render()`` is the page;
-* ``gauges(name, doc, labels, read)``: a gauge family whose values are read from the
-  component's state when scraped (queue lengths, watcher counts, objects stored), instead of a
-  gauge kept in step by every code path that changes the state;
+* ``gauges(name, doc, labels, read)`` / ``counters(...)``: a family whose values are read from
+  the component's state when scraped (queue lengths, objects stored, events a cache has
+  counted in a plain integer), instead of a metric kept in step by every code path that
+  changes the state;
 * ``exponential_buckets`` / ``linear_buckets``: component-base's bucket helpers, so histogram
   buckets are written as Kubernetes writes them.
 
@@ -26,7 +27,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 
 from prometheus_client import (
-    CONTENT_TYPE_LATEST,
     CollectorRegistry,
     Counter,
     Gauge,
@@ -34,7 +34,7 @@ from prometheus_client import (
     disable_created_metrics,
     generate_latest,
 )
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 __all__ = [
@@ -45,13 +45,13 @@ __all__ = [
     "linear_buckets",
 ]
 
-CONTENT_TYPE = CONTENT_TYPE_LATEST
-"""``text/plain; version=0.0.4; charset=utf-8``: Prometheus' text format."""
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+"""Prometheus' text format, as Kubernetes' components label it (what ``render`` writes)."""
 
 Samples = Iterable[tuple[Sequence[str], float]]
 """What a scrape-time gauge reads: ``(label values, value)`` pairs."""
 
-disable_created_metrics()
+disable_created_metrics()  # type: ignore[no-untyped-call]  # untyped in prometheus-client
 
 
 def exponential_buckets(start: float, factor: float, count: int) -> tuple[float, ...]:
@@ -64,22 +64,28 @@ def linear_buckets(start: float, width: float, count: int) -> tuple[float, ...]:
     return tuple(start + width * i for i in range(count))
 
 
-class _ReadGauges(Collector):
-    """One gauge family whose samples ``read()`` returns when the registry is collected."""
+class _ReadFamily(Collector):
+    """One metric family whose samples ``read()`` returns when the registry is collected."""
 
     def __init__(
-        self, name: str, documentation: str, labels: Sequence[str], read: Callable[[], Samples]
+        self,
+        family: type[GaugeMetricFamily] | type[CounterMetricFamily],
+        name: str,
+        documentation: str,
+        labels: Sequence[str],
+        read: Callable[[], Samples],
     ) -> None:
-        self.name, self.documentation, self.labels, self.read = name, documentation, labels, read
+        self.family, self.name, self.documentation = family, name, documentation
+        self.labels, self.read = list(labels), read
 
     def collect(self) -> Iterable[Metric]:
-        family = GaugeMetricFamily(self.name, self.documentation, labels=list(self.labels))
+        family = self.family(self.name, self.documentation, labels=self.labels)
         for values, value in self.read():
             family.add_metric(list(values), value)
         yield family
 
     def describe(self) -> Iterable[Metric]:
-        yield GaugeMetricFamily(self.name, self.documentation, labels=list(self.labels))
+        yield self.family(self.name, self.documentation, labels=self.labels)
 
 
 class Metrics:
@@ -114,7 +120,18 @@ class Metrics:
         read: Callable[[], Samples],
     ) -> None:
         """A gauge family read from the component's state at each scrape."""
-        self.registry.register(_ReadGauges(name, documentation, labels, read))
+        self.registry.register(_ReadFamily(GaugeMetricFamily, name, documentation, labels, read))
+
+    def counters(
+        self,
+        name: str,
+        documentation: str,
+        labels: Sequence[str],
+        read: Callable[[], Samples],
+    ) -> None:
+        """A counter family read from the component's state at each scrape (``name`` ends in
+        ``_total``; ``read`` must never go down)."""
+        self.registry.register(_ReadFamily(CounterMetricFamily, name, documentation, labels, read))
 
     def render(self) -> str:
         """The ``/metrics`` page: every metric registered here, in Prometheus' text format."""
