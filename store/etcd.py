@@ -23,11 +23,15 @@ etcd and failover across members are required here; the gateway needs no new dep
 endpoint, and its 500+ creates/s stay above what an apiserver create costs
 (``bench/etcd_store.py`` prints that ratio).
 
-**Keys.** An etcd key is ``prefix + key``, where ``key`` is the apiserver's own
-``/registry/<group>/<resource>/<ns>/<name>``; ``?prefix=/cluster-a`` puts a cluster under its own
-subtree so that several share one etcd (what Kubernetes' ``--etcd-prefix`` is for). Store keys
-must start with ``/``. kubelite's registry names the group in its keys (``core`` for the legacy
-group), so the layout is Kubernetes' with that one extra segment.
+**Keys.** The contract's keys are the apiserver's own (``/registry/<group>/<resource>/...``, as
+on every backend); in etcd they are laid out as kube-apiserver lays them out
+(``store.etcd_keys``: ``/registry/pods/<ns>/<name>``, ``/registry/services/specs/...``,
+``/registry/minions/...``, custom resources under ``/registry/<group>/<resource>/``), translated
+at this store's edge, so ``etcdctl get --prefix /registry/pods`` reads a kubelite cluster as it
+reads a Kubernetes one. Keys an earlier kubelite wrote under its own names are moved on the
+first call. An etcd key is ``prefix + `` that path; ``?prefix=/cluster-a`` puts a cluster under
+its own subtree so that several share one etcd (what Kubernetes' ``--etcd-prefix`` is for).
+Store keys must start with ``/``.
 
 **Revisions are etcd's.** resourceVersion is the ``mod_revision`` etcd gives the write, as in
 Kubernetes: etcd counts every write to the cluster from 1, whatever prefix it lands under, so a
@@ -95,6 +99,7 @@ from store.base import (
     StoreUnavailable,
     WatchOverflow,
 )
+from store.etcd_keys import LEGACY_PREFIXES, from_etcd, to_etcd
 from store.record import prefix_end
 from store.watchhub import DEFAULT_WATCH_BUFFER
 
@@ -149,7 +154,7 @@ def _b64(text: str) -> str:
 
 def _kv(raw: dict[str, Any], *, strip: int) -> KeyValue:
     return KeyValue(
-        key=base64.b64decode(raw["key"]).decode()[strip:],
+        key=from_etcd(base64.b64decode(raw["key"]).decode()[strip:]),
         value=base64.b64decode(raw.get("value", "")),
         create_revision=int(raw.get("create_revision", 0)),
         mod_revision=int(raw.get("mod_revision", 0)),
@@ -362,16 +367,13 @@ class EtcdStore:
     def _key(self, key: str) -> str:
         if not key.startswith("/"):
             raise ValueError(f"etcd store keys start with '/', got {key!r}")
-        return self.prefix + key
+        return self.prefix + to_etcd(key)
 
     def _range(self, prefix: str, *, start_after: str | None = None) -> dict[str, str]:
         """The etcd range of the keys under ``prefix`` (all of the store's keys for "")."""
-        low = self.prefix + (prefix or "/")
-        end = prefix_end(low)
-        body = {"key": _b64(low)}
+        body = self._raw_range(self.prefix + to_etcd(prefix or "/"))
         if start_after is not None and start_after >= (prefix or "/"):
-            body["key"] = _b64(self.prefix + start_after + "\x00")
-        body["range_end"] = _b64(end) if end is not None else "AA=="
+            body["key"] = _b64(self.prefix + to_etcd(start_after) + "\x00")
         return body
 
     async def _ready(self) -> None:
@@ -382,6 +384,7 @@ class EtcdStore:
             async with self._probe_lock:
                 if not self._probed:
                     self._compacted = await self._probe_compacted()
+                    await self._move_legacy_keys()
                     self._probed = True
 
     async def _probe_compacted(self) -> int:
@@ -405,6 +408,67 @@ class EtcdStore:
             delay = await self._gateway.back_off(
                 problem, deadline=deadline, delay=delay, timed_out=False
             )
+
+    async def _move_legacy_keys(self) -> None:
+        """Move keys earlier kubelite versions wrote at ``/registry/<group>/<resource>/`` to
+        Kubernetes' names (``store.etcd_keys``), each by one txn: put at the new key if it is
+        free, delete the old one if unchanged. Safe beside other apiservers doing the same; a
+        key that exists under both names is left where it is, and logged."""
+        counts = await asyncio.gather(
+            *(
+                self._call(
+                    "/v3/kv/range",
+                    {**self._raw_range(self.prefix + old), "count_only": True},
+                )
+                for old in LEGACY_PREFIXES
+            )
+        )
+        for (old, new), answer in zip(LEGACY_PREFIXES.items(), counts, strict=True):
+            if not int(answer.get("count", 0)):
+                continue
+            found = await self._call("/v3/kv/range", self._raw_range(self.prefix + old))
+            for raw in found.get("kvs", []):
+                old_key = base64.b64decode(raw["key"]).decode()
+                new_key = _b64(self.prefix + new + old_key[len(self.prefix + old) :])
+                put: dict[str, Any] = {"key": new_key, "value": raw.get("value", "")}
+                if raw.get("lease"):
+                    put["lease"] = raw["lease"]
+                moved = await self._call(
+                    "/v3/kv/txn",
+                    {
+                        "compare": [
+                            {
+                                "key": raw["key"],
+                                "target": "MOD",
+                                "result": "EQUAL",
+                                "mod_revision": raw["mod_revision"],
+                            },
+                            {
+                                "key": new_key,
+                                "target": "CREATE",
+                                "result": "EQUAL",
+                                "create_revision": "0",
+                            },
+                        ],
+                        "success": [
+                            {"request_put": put},
+                            {"request_delete_range": {"key": raw["key"]}},
+                        ],
+                    },
+                    write=True,
+                )
+                if not moved.get("succeeded"):
+                    log.warning(
+                        "etcd key %s was not moved to Kubernetes' layout: it changed meanwhile "
+                        "or its new name is taken",
+                        old_key,
+                    )
+            log.info("moved %s keys from %s to %s", found.get("count"), old, new)
+
+    @staticmethod
+    def _raw_range(low: str) -> dict[str, str]:
+        end = prefix_end(low)
+        return {"key": _b64(low), "range_end": _b64(end) if end is not None else "AA=="}
 
     # -- the Store protocol --------------------------------------------------------------------
 

@@ -56,14 +56,14 @@ async def test_an_event_is_stored_under_a_lease_of_the_event_ttl(
                 answer: dict[str, Any] = await resp.json(content_type=None)
                 return answer
 
-        async def lease_of(key: str) -> str | None:
+        async def lease_of(key: str) -> str | None:  # key: as etcd holds it (Kubernetes' layout)
             etcd_key = base64.b64encode(f"{PREFIX}{key}".encode()).decode()
             (kv,) = (await etcd_call("/v3/kv/range", {"key": etcd_key}))["kvs"]
             lease: str | None = kv.get("lease")
             return lease
 
-        lease = await lease_of("/registry/core/events/default/pulled")
+        lease = await lease_of("/registry/events/default/pulled")
         assert lease is not None
         granted = await etcd_call("/v3/lease/timetolive", {"ID": lease})
         assert int(granted["grantedTTL"]) == 2 * 3600 + 60
-        assert await lease_of("/registry/core/configmaps/default/c") is None
+        assert await lease_of("/registry/configmaps/default/c") is None

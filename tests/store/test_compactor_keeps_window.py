@@ -17,7 +17,7 @@ async def test_compact_to_window_keeps_the_last_revisions(store: Store, origin: 
     await store.compact(origin)  # an etcd member may hold older, uncompacted history
     assert await compact_to_window(store, revisions=5) is None
     for i in range(12):
-        await store.create(f"/registry/pods/ns/p{i}", b"v")
+        await store.create(f"/registry/core/pods/ns/p{i}", b"v")
     assert await compact_to_window(store, revisions=5) == origin + 7
     assert await store.compacted_revision() == origin + 7
     assert await compact_to_window(store, revisions=5) is None
@@ -30,13 +30,13 @@ async def test_keep_window_compacts_every_interval() -> None:
     store = MemoryStore()
     task = asyncio.create_task(keep_window(store, revisions=10, interval=60), name="test-compactor")
     for i in range(25):
-        await store.create(f"/registry/pods/ns/p{i}", b"v")
+        await store.create(f"/registry/core/pods/ns/p{i}", b"v")
     await asyncio.sleep(59)  # virtual seconds
     assert await store.compacted_revision() == 0
     await asyncio.sleep(2)
     assert await store.compacted_revision() == 15
     for i in range(25, 30):
-        await store.create(f"/registry/pods/ns/p{i}", b"v")
+        await store.create(f"/registry/core/pods/ns/p{i}", b"v")
     await asyncio.sleep(58)
     assert await store.compacted_revision() == 15
     await asyncio.sleep(2)

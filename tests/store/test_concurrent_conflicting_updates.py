@@ -8,12 +8,12 @@ from store.base import KeyValue, RevisionMismatch, Store
 
 
 async def test_fifty_updates_from_one_revision_exactly_one_wins(store: Store) -> None:
-    base = await store.create("/registry/pods/ns/hot", b"0")
+    base = await store.create("/registry/core/pods/ns/hot", b"0")
 
     async def update(i: int) -> KeyValue | RevisionMismatch:
         try:
             return await store.update(
-                "/registry/pods/ns/hot", f"{i}".encode(), expected_revision=base.mod_revision
+                "/registry/core/pods/ns/hot", f"{i}".encode(), expected_revision=base.mod_revision
             )
         except RevisionMismatch as err:
             return err
@@ -24,7 +24,7 @@ async def test_fifty_updates_from_one_revision_exactly_one_wins(store: Store) ->
     assert len(winners) == 1 and len(losers) == 49
     assert winners[0].mod_revision == base.mod_revision + 1
     assert all(loser.current == winners[0] for loser in losers)
-    assert await store.get("/registry/pods/ns/hot") == winners[0]
+    assert await store.get("/registry/core/pods/ns/hot") == winners[0]
     assert await store.current_revision() == base.mod_revision + 1
 
 

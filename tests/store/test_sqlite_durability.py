@@ -19,10 +19,10 @@ from store.sqlite import SqliteStore
 async def test_data_and_revision_counter_survive_close_and_reopen(tmp_path: Path) -> None:
     url = f"sqlite://{tmp_path}/state.db"
     store = open_store(url)
-    await store.create("/registry/pods/ns/a", b"a1")
-    await store.create("/registry/pods/ns/b", b"b1")
-    await store.update("/registry/pods/ns/a", b"a2", expected_revision=1)
-    await store.delete("/registry/pods/ns/b")
+    await store.create("/registry/core/pods/ns/a", b"a1")
+    await store.create("/registry/core/pods/ns/b", b"b1")
+    await store.update("/registry/core/pods/ns/a", b"a2", expected_revision=1)
+    await store.delete("/registry/core/pods/ns/b")
     await store.compact(3)
     await store.close()
 
@@ -30,13 +30,13 @@ async def test_data_and_revision_counter_survive_close_and_reopen(tmp_path: Path
     try:
         assert await store.current_revision() == 4
         assert await store.compacted_revision() == 3
-        assert await store.get("/registry/pods/ns/a") == KeyValue(
-            "/registry/pods/ns/a", b"a2", 1, 3
+        assert await store.get("/registry/core/pods/ns/a") == KeyValue(
+            "/registry/core/pods/ns/a", b"a2", 1, 3
         )
-        assert await store.get("/registry/pods/ns/b") is None
+        assert await store.get("/registry/core/pods/ns/b") is None
         with pytest.raises(Compacted):
-            await store.list("/registry/pods/", revision=2)
-        assert (await store.create("/registry/pods/ns/c", b"c1")).mod_revision == 5
+            await store.list("/registry/core/pods/", revision=2)
+        assert (await store.create("/registry/core/pods/ns/c", b"c1")).mod_revision == 5
     finally:
         await store.close()
 
@@ -44,14 +44,14 @@ async def test_data_and_revision_counter_survive_close_and_reopen(tmp_path: Path
 async def test_compacting_the_latest_tombstone_does_not_reuse_its_revision(tmp_path: Path) -> None:
     url = f"sqlite://{tmp_path}/state.db"
     store = open_store(url)
-    await store.create("/registry/pods/ns/a", b"a1")
-    await store.delete("/registry/pods/ns/a")
+    await store.create("/registry/core/pods/ns/a", b"a1")
+    await store.delete("/registry/core/pods/ns/a")
     await store.compact(2)
     await store.close()
     store = open_store(url)
     try:
         assert await store.current_revision() == 2
-        assert (await store.create("/registry/pods/ns/a", b"a2")).mod_revision == 3
+        assert (await store.create("/registry/core/pods/ns/a", b"a2")).mod_revision == 3
     finally:
         await store.close()
 
@@ -83,7 +83,7 @@ _CHILD = textwrap.dedent(
 
         async def writer(w):
             for i in range(1_000_000):
-                key = f"/registry/pods/w{w}/k{i}"
+                key = f"/registry/core/pods/w{w}/k{i}"
                 await store.create(key, b"x" * 200)
                 sys.stdout.write(key + "\\n")
                 sys.stdout.flush()
@@ -119,7 +119,7 @@ async def test_sigkill_mid_stream_loses_no_acknowledged_write(tmp_path: Path) ->
 
     store = SqliteStore(path)
     try:
-        present = {kv.key for kv in (await store.list("/registry/pods/")).items}
+        present = {kv.key for kv in (await store.list("/registry/core/pods/")).items}
         missing = [key for key in acknowledged if key not in present]
         assert not missing, f"{len(missing)} acknowledged writes lost, e.g. {missing[:3]}"
         # the stream really was cut mid-way: at most the in-flight writes are beyond the acks
@@ -136,14 +136,16 @@ async def test_file_stays_bounded_under_updates_with_compaction(tmp_path: Path) 
     value = b"v" * 1024
     revisions = {}
     for i in range(keys):
-        revisions[i] = (await store.create(f"/registry/pods/ns/p{i}", value)).mod_revision
+        revisions[i] = (await store.create(f"/registry/core/pods/ns/p{i}", value)).mod_revision
 
     sizes = []
     for _round in range(6):
         for _ in range(10):  # 1000 updates of 1 KiB per round
             written = await asyncio.gather(
                 *(
-                    store.update(f"/registry/pods/ns/p{i}", value, expected_revision=revisions[i])
+                    store.update(
+                        f"/registry/core/pods/ns/p{i}", value, expected_revision=revisions[i]
+                    )
                     for i in range(keys)
                 )
             )

@@ -15,7 +15,7 @@ async def _writer(store: Store, n: int) -> list[tuple[EventType, KeyValue, KeyVa
     """Create, update twice and delete each of its keys; return what each write did."""
     done: list[tuple[EventType, KeyValue, KeyValue | None]] = []
     for k in range(KEYS_PER_WRITER):
-        key = f"/registry/pods/w{n}/k{k}"
+        key = f"/registry/core/pods/w{n}/k{k}"
         kv = await store.create(key, f"{n}/{k}/0".encode())
         done.append((EventType.ADDED, kv, None))
         for step in (1, 2):
@@ -31,23 +31,23 @@ async def _writer(store: Store, n: int) -> list[tuple[EventType, KeyValue, KeyVa
 
 
 async def test_watcher_sees_every_write_once_and_in_order(store: Store) -> None:
-    await store.create("/registry/nodes/n1", b"outside the prefix")
+    await store.create("/registry/core/nodes/n1", b"outside the prefix")
     start = await store.current_revision()
     total = WRITERS * KEYS_PER_WRITER * 4
     seen: list[Event] = []
     subscribed = asyncio.Event()
 
     async def watch() -> None:
-        async for event in store.watch("/registry/pods/", after_revision=start):
+        async for event in store.watch("/registry/core/pods/", after_revision=start):
             seen.append(event)
-            if event.kv.key == "/registry/pods/sentinel":
+            if event.kv.key == "/registry/core/pods/sentinel":
                 return
 
     async def write_all() -> list[tuple[EventType, KeyValue, KeyValue | None]]:
         await subscribed.wait()
         results = await asyncio.gather(*(_writer(store, n) for n in range(WRITERS)))
-        await store.create("/registry/nodes/n2", b"outside the prefix")
-        await store.create("/registry/pods/sentinel", b"last write")
+        await store.create("/registry/core/nodes/n2", b"outside the prefix")
+        await store.create("/registry/core/pods/sentinel", b"last write")
         return [w for writes in results for w in writes]
 
     watcher = asyncio.create_task(watch(), name="test-watcher")
@@ -56,7 +56,7 @@ async def test_watcher_sees_every_write_once_and_in_order(store: Store) -> None:
         writes = await write_all()
         await watcher
 
-    assert seen.pop().kv.key == "/registry/pods/sentinel"
+    assert seen.pop().kv.key == "/registry/core/pods/sentinel"
     assert len(seen) == total
     assert [e.revision for e in seen] == sorted({e.revision for e in seen})
     by_revision = {kv.mod_revision: (etype, kv, prev) for etype, kv, prev in writes}

@@ -15,6 +15,7 @@ import pytest
 from kubelite.testing import etcd
 from store.base import EventType, Store
 from store.etcd import EtcdStore
+from store.etcd_keys import to_etcd
 
 
 async def test_a_write_with_a_ttl_is_stored_like_any_other(store: Store) -> None:
@@ -38,7 +39,7 @@ async def _gateway(member: etcd.EtcdMember, path: str, body: dict[str, Any]) -> 
 
 async def _lease_of(member: etcd.EtcdMember, store: EtcdStore, key: str) -> str | None:
     """The lease ID etcd holds ``key`` under (None: no lease), read straight from etcd."""
-    etcd_key = base64.b64encode((store.prefix + key).encode()).decode()
+    etcd_key = base64.b64encode((store.prefix + to_etcd(key)).encode()).decode()
     (kv,) = (await _gateway(member, "/v3/kv/range", {"key": etcd_key}))["kvs"]
     lease: str | None = kv.get("lease")
     return lease
