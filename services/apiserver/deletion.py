@@ -40,6 +40,7 @@ from api.registry import ResourceType
 from services.apiserver.admission import admit_delete, admit_delete_dynamically
 from services.apiserver.codec import json_response, read_body
 from services.apiserver.context import ApiContext
+from services.apiserver.custom_objects import served_as
 from services.apiserver.identity import request_user
 from services.apiserver.listing import list_objects
 from services.apiserver.node_restriction import DELETE, Write, admit_named
@@ -304,7 +305,7 @@ async def delete(
     outcome = await delete_object(ctx, rt, namespace, str(name), options)
     if outcome.deleted and not returns_deleted_object(rt):
         return json_response(_success_status(rt, outcome.obj))
-    return json_response(outcome.obj)
+    return json_response(served_as(rt, outcome.obj))
 
 
 async def delete_collection(
@@ -323,7 +324,7 @@ async def delete_collection(
             outcome = await delete_object(ctx, rt, meta.get("namespace"), meta["name"], options)
         except NotFound:
             continue
-        affected.append(outcome.obj)
+        affected.append(served_as(rt, outcome.obj))
     body = {
         "kind": rt.list_kind,
         "apiVersion": rt.api_version,

@@ -2,7 +2,8 @@
 
 Against a real apiserver process with the official ``kubernetes`` client: a CRD stored as ``v1``
 and also served as ``v1beta1`` (conversion ``None``) answers GET, LIST and WATCH (from a
-resourceVersion, and from the current state) on ``v1beta1`` with objects saying ``v1beta1``.
+resourceVersion, and from the current state) and DELETE on ``v1beta1`` with objects saying
+``v1beta1``.
 Then a default is added to the schema: an object stored before it gets the default on GET,
 LIST and WATCH although nothing rewrote it (its resourceVersion is unchanged) — Kubernetes
 defaults when it reads from storage, not only when it writes.
@@ -80,6 +81,14 @@ def test_reads_convert_the_version_and_default_from_the_schema(apiserver_process
     assert since_list[0]["raw_object"]["apiVersion"] == "example.com/v1beta1"
     current = _watched(objects, "v1beta1", "a", "b")
     assert {e["raw_object"]["apiVersion"] for e in current} == {"example.com/v1beta1"}
+    kept = {**widget("kept"), "metadata": {"name": "kept", "finalizers": ["example.com/keep"]}}
+    objects.create_namespaced_custom_object(GROUP, "v1", NS, PLURAL, kept)
+    deleting = objects.delete_namespaced_custom_object(GROUP, "v1beta1", NS, PLURAL, "kept")
+    assert deleting["apiVersion"] == "example.com/v1beta1"
+    assert deleting["metadata"]["deletionTimestamp"]
+    objects.patch_namespaced_custom_object(
+        GROUP, "v1", NS, PLURAL, "kept", {"metadata": {"finalizers": None}}
+    )
 
     # a default added to the schema reaches objects stored before it, on every read path
     stored = ext.read_custom_resource_definition(name)
