@@ -1,92 +1,30 @@
-"""The scheduler's ``/metrics``: Prometheus text format, kube-scheduler's metric names.
+"""The scheduler's ``/metrics``: kube-scheduler's metric names (``pkg/scheduler/metrics``).
 
 * ``scheduler_schedule_attempts_total{result,profile}`` — attempts by result: ``scheduled``,
-  ``unschedulable``, ``error``.
-* ``scheduler_pod_scheduling_sli_duration_seconds`` — end to end, from the moment the scheduler
-  first saw the pod pending to its binding succeeding, over all attempts (histogram).
-* ``scheduler_scheduling_attempt_duration_seconds{result}`` — one attempt: filter, score,
-  assume, and for ``scheduled`` the binding too (histogram). ``scheduled`` is counted when
-  the binding succeeded, as kube-scheduler counts it.
+  ``unschedulable``, ``error``. ``scheduled`` is counted when the binding succeeded, as
+  kube-scheduler counts it.
+* ``scheduler_scheduling_attempt_duration_seconds{result,profile}`` — one attempt: filter,
+  score, assume, and for ``scheduled`` the binding too (1 ms doubling 15 times).
+* ``scheduler_pod_scheduling_sli_duration_seconds{attempts}`` — end to end, from the moment the
+  scheduler first saw the pod pending to its binding succeeding, over all attempts (10 ms
+  doubling 20 times); ``attempts`` is how many it took.
 * ``scheduler_pending_pods{queue}`` — queue depth: ``active``, ``backoff``, ``unschedulable``
   (read from the queue when scraped).
 * ``leader_election_master_status{name}`` — 1 while this replica leads.
 
-Why hand-written: three metric kinds and one text format do not justify a dependency, and the
-instances stay per-scheduler (tests run several in one process). Limits: no exemplars, no
-OpenMetrics; label values are not escaped beyond quotes and backslashes.
+Each scheduler has its own registry (``component.metrics``): tests run several in one process.
 """
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Callable, Mapping
 
-__all__ = ["Counter", "Histogram", "SchedulerMetrics"]
+from component.metrics import Metrics, Samples, exponential_buckets
 
-# kube-scheduler's exponential buckets for scheduling latency: 0.01 s doubling 20 times
-_LATENCY_BUCKETS = tuple(0.01 * 2**i for i in range(20))
-_ATTEMPT_BUCKETS = tuple(0.001 * 2**i for i in range(15))
+__all__ = ["SchedulerMetrics"]
 
-
-def _labels(labels: Mapping[str, str]) -> str:
-    if not labels:
-        return ""
-    inner = ",".join(
-        f'{k}="{v.replace(chr(92), chr(92) * 2).replace(chr(34), chr(92) + chr(34))}"'
-        for k, v in labels.items()
-    )
-    return "{" + inner + "}"
-
-
-class Counter:
-    def __init__(self, name: str, help_: str) -> None:
-        self.name, self.help = name, help_
-        self.values: dict[tuple[tuple[str, str], ...], float] = {}
-
-    def inc(self, amount: float = 1.0, **labels: str) -> None:
-        key = tuple(sorted(labels.items()))
-        self.values[key] = self.values.get(key, 0.0) + amount
-
-    def get(self, **labels: str) -> float:
-        return self.values.get(tuple(sorted(labels.items())), 0.0)
-
-    def render(self) -> list[str]:
-        lines = [f"# HELP {self.name} {self.help}", f"# TYPE {self.name} counter"]
-        for key, value in sorted(self.values.items()):
-            lines.append(f"{self.name}{_labels(dict(key))} {value:g}")
-        return lines
-
-
-class Histogram:
-    def __init__(self, name: str, help_: str, buckets: tuple[float, ...]) -> None:
-        self.name, self.help, self.buckets = name, help_, buckets
-        self.series: dict[tuple[tuple[str, str], ...], tuple[list[int], list[float]]] = {}
-
-    def observe(self, value: float, **labels: str) -> None:
-        key = tuple(sorted(labels.items()))
-        counts, totals = self.series.setdefault(key, ([0] * (len(self.buckets) + 1), [0.0]))
-        counts[bisect.bisect_left(self.buckets, value)] += 1
-        totals[0] += value
-
-    def count(self, **labels: str) -> int:
-        series = self.series.get(tuple(sorted(labels.items())))
-        return sum(series[0]) if series else 0
-
-    def render(self) -> list[str]:
-        lines = [f"# HELP {self.name} {self.help}", f"# TYPE {self.name} histogram"]
-        for key, (counts, totals) in sorted(self.series.items()):
-            labels = dict(key)
-            cumulative = 0
-            for bound, n in zip(self.buckets, counts, strict=False):
-                cumulative += n
-                lines.append(
-                    f"{self.name}_bucket{_labels({**labels, 'le': f'{bound:g}'})} {cumulative}"
-                )
-            cumulative += counts[-1]
-            lines.append(f"{self.name}_bucket{_labels({**labels, 'le': '+Inf'})} {cumulative}")
-            lines.append(f"{self.name}_sum{_labels(labels)} {totals[0]:g}")
-            lines.append(f"{self.name}_count{_labels(labels)} {cumulative}")
-        return lines
+_SLI_BUCKETS = exponential_buckets(0.01, 2, 20)
+_ATTEMPT_BUCKETS = exponential_buckets(0.001, 2, 15)
 
 
 class SchedulerMetrics:
@@ -101,45 +39,61 @@ class SchedulerMetrics:
         lease_name: str = "kube-scheduler",
     ) -> None:
         self.profile = profile
-        self.queue_lengths = queue_lengths
-        self.is_leader = is_leader
-        self.lease_name = lease_name
-        self.attempts = Counter(
+        self.metrics = Metrics()
+        m = self.metrics
+        self.attempts = m.counter(
             "scheduler_schedule_attempts_total",
-            "Number of attempts to schedule pods, by the result.",
+            "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod "
+            "could not be scheduled, while 'error' means an internal scheduler problem.",
+            ("result", "profile"),
         )
-        self.e2e_latency = Histogram(
-            "scheduler_pod_scheduling_sli_duration_seconds",
-            "E2e latency for a pod being scheduled, from the time the pod enters the "
-            "scheduling queue until it is bound, over all attempts.",
-            _LATENCY_BUCKETS,
-        )
-        self.attempt_duration = Histogram(
+        self.attempt_duration = m.histogram(
             "scheduler_scheduling_attempt_duration_seconds",
-            "Scheduling attempt latency in seconds (scheduling algorithm + binding).",
-            _ATTEMPT_BUCKETS,
+            "Scheduling attempt latency in seconds (scheduling algorithm + binding)",
+            ("result", "profile"),
+            buckets=_ATTEMPT_BUCKETS,
+        )
+        self.sli_duration = m.histogram(
+            "scheduler_pod_scheduling_sli_duration_seconds",
+            "E2e latency for a pod being scheduled, from the time the pod enters the scheduling "
+            "queue and might involve multiple scheduling attempts.",
+            ("attempts",),
+            buckets=_SLI_BUCKETS,
+        )
+
+        def pending() -> Samples:
+            return [((queue,), float(n)) for queue, n in sorted(queue_lengths().items())]
+
+        m.gauges(
+            "scheduler_pending_pods",
+            "Number of pending pods, by the queue type. 'active' means number of pods in "
+            "activeQ; 'backoff' means number of pods in backoffQ; 'unschedulable' means number "
+            "of pods in unschedulablePods.",
+            ("queue",),
+            pending,
+        )
+        m.gauges(
+            "leader_election_master_status",
+            "Gauge of if the reporting system is master of the relevant lease, 0 indicates "
+            "backup, 1 indicates master. 'name' is the string used to identify the lease.",
+            ("name",),
+            lambda: [((lease_name,), 1.0 if is_leader() else 0.0)],
         )
 
     def attempt(self, result: str, duration: float) -> None:
-        self.attempts.inc(result=result, profile=self.profile)
-        self.attempt_duration.observe(duration, result=result, profile=self.profile)
+        self.attempts.labels(result, self.profile).inc()
+        self.attempt_duration.labels(result, self.profile).observe(duration)
+
+    def scheduled(self, *, attempts: int, seconds: float) -> None:
+        """A pod was bound after ``attempts`` attempts, ``seconds`` after it was first seen."""
+        self.sli_duration.labels(str(attempts)).observe(seconds)
+
+    def attempts_of(self, result: str) -> float:
+        """How many attempts ended with ``result`` so far."""
+        value = self.metrics.registry.get_sample_value(
+            "scheduler_schedule_attempts_total", {"result": result, "profile": self.profile}
+        )
+        return value or 0.0
 
     def render(self) -> str:
-        lines = [
-            *self.attempts.render(),
-            *self.e2e_latency.render(),
-            *self.attempt_duration.render(),
-        ]
-        lines += [
-            "# HELP scheduler_pending_pods Number of pending pods, by the queue type.",
-            "# TYPE scheduler_pending_pods gauge",
-        ]
-        for queue, n in sorted(self.queue_lengths().items()):
-            lines.append(f"scheduler_pending_pods{_labels({'queue': queue})} {n}")
-        lines += [
-            "# HELP leader_election_master_status 1 while this replica leads, 0 otherwise.",
-            "# TYPE leader_election_master_status gauge",
-            f"leader_election_master_status{_labels({'name': self.lease_name})} "
-            f"{1 if self.is_leader() else 0}",
-        ]
-        return "\n".join(lines) + "\n"
+        return self.metrics.render()

@@ -266,7 +266,7 @@ class Scheduler:
         self.bound += 1
         self.metrics.attempt("scheduled", time.perf_counter() - started)
         self.queue.done(qp)
-        self.metrics.e2e_latency.observe(max(0.0, _loop_time() - qp.added_at))
+        self.metrics.scheduled(attempts=qp.attempts, seconds=max(0.0, _loop_time() - qp.added_at))
         log.debug("bound %s to %s (attempt %d)", pod.key, node, qp.attempts)
         self._event(pod, "Normal", "Scheduled", f"Successfully assigned {pod.key} to {node}")
 

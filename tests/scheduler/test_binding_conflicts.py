@@ -47,8 +47,8 @@ async def test_conflicting_binding_is_left_to_the_watch(api: ComponentProcess) -
         assert sched.bound == 0
         assert not sched.cache.is_placed("default/raced")  # assumption dropped
         assert len(queue) == 0 and "default/raced" not in queue  # not retried
-        assert sched.metrics.attempts.get(result="error", profile="default-scheduler") == 0
-        assert sched.metrics.attempts.get(result="scheduled", profile="default-scheduler") == 0
+        assert sched.metrics.attempts_of("error") == 0
+        assert sched.metrics.attempts_of("scheduled") == 0
 
 
 async def test_binding_a_pod_that_is_gone_is_dropped(api: ComponentProcess) -> None:
