@@ -11,9 +11,12 @@ like one written by Kubernetes (``etcdctl get --prefix /registry/pods``), so the
 translates at its edge: ``to_etcd`` on the way in, ``from_etcd`` on the way out. The names are
 those of kube-apiserver's storage-path integration test (test/integration/etcd/data.go).
 
-What it covers: the built-in resources kubelite stores (``KUBERNETES_NAMES``); every other key
-(custom resources, CRDs, kubelite's own allocator and compactor keys) keeps its path, which for
-custom resources already is Kubernetes' layout. Keys are translated by their first two segments
+What it covers: the built-in resources kubelite stores, and a few it may come to serve
+(``KUBERNETES_NAMES``); every other key (custom resources, CRDs, kubelite's own allocator and
+compactor keys) keeps its path, which for custom resources already is Kubernetes' layout. A
+built-in kind added to kubelite belongs in the table too, or it is kept at its kubelite path.
+``events.k8s.io`` Events are left out: Kubernetes stores them with core Events (one object, two
+versions), which kubelite's registry would have to convert between first. Keys are translated by their first two segments
 after ``/registry/``, so a listing prefix must end at a resource (``/registry/core/pods/``,
 ``/registry/core/pods/ns/``) or cover everything (``""``, ``/registry/``).
 
@@ -33,6 +36,9 @@ REGISTRY: Final = "/registry/"
 
 KUBERNETES_NAMES: Final[dict[tuple[str, str], str]] = {
     ("core", "configmaps"): "configmaps",
+    ("core", "limitranges"): "limitranges",
+    ("core", "podtemplates"): "podtemplates",
+    ("core", "resourcequotas"): "resourcequotas",
     ("core", "endpoints"): "services/endpoints",
     ("core", "events"): "events",
     ("core", "namespaces"): "namespaces",
@@ -64,19 +70,27 @@ KUBERNETES_NAMES: Final[dict[tuple[str, str], str]] = {
     ("autoscaling", "horizontalpodautoscalers"): "horizontalpodautoscalers",
     ("batch", "cronjobs"): "cronjobs",
     ("batch", "jobs"): "jobs",
+    ("certificates.k8s.io", "certificatesigningrequests"): "certificatesigningrequests",
     ("coordination.k8s.io", "leases"): "leases",
     ("discovery.k8s.io", "endpointslices"): "endpointslices",
     ("flowcontrol.apiserver.k8s.io", "flowschemas"): "flowschemas",
     ("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations"): (
         "prioritylevelconfigurations"
     ),
+    ("networking.k8s.io", "ingressclasses"): "ingressclasses",
+    ("networking.k8s.io", "ingresses"): "ingress",
+    ("networking.k8s.io", "networkpolicies"): "networkpolicies",
+    ("node.k8s.io", "runtimeclasses"): "runtimeclasses",
     ("policy", "poddisruptionbudgets"): "poddisruptionbudgets",
     ("rbac.authorization.k8s.io", "clusterrolebindings"): "clusterrolebindings",
     ("rbac.authorization.k8s.io", "clusterroles"): "clusterroles",
     ("rbac.authorization.k8s.io", "rolebindings"): "rolebindings",
     ("rbac.authorization.k8s.io", "roles"): "roles",
     ("scheduling.k8s.io", "priorityclasses"): "priorityclasses",
+    ("storage.k8s.io", "csidrivers"): "csidrivers",
+    ("storage.k8s.io", "csinodes"): "csinodes",
     ("storage.k8s.io", "storageclasses"): "storageclasses",
+    ("storage.k8s.io", "volumeattachments"): "volumeattachments",
 }
 """kubelite's (group, resource) -> the path under ``/registry/`` kube-apiserver stores it at."""
 
