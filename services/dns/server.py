@@ -23,6 +23,8 @@ Cluster answers are cached as wire bytes keyed by the query less its ID — flag
 EDNS record included, so the bytes fully determine the answer — and the cache is emptied
 whenever the view's ``generation`` moves: an answer is never older than the informers' caches.
 
+Every answer is counted with CoreDNS's metric names (``metrics.DnsMetrics``).
+
 What it does not guarantee: answers are built on the event loop (a miss costs a few hundred
 microseconds of dnspython); no rate limiting, no DNSSEC, no zone transfers.
 """
@@ -34,6 +36,7 @@ import contextlib
 import errno
 import logging
 import struct
+import time
 from collections.abc import Iterable
 from typing import cast
 
@@ -47,6 +50,8 @@ import dns.rdataclass
 import dns.rdatatype
 import dns.rrset
 
+from component.metrics import Metrics
+from services.dns.metrics import DnsMetrics
 from services.dns.records import DEFAULT_TTL, DEFAULT_ZONE, Answer, ClusterView, Record, resolve
 from services.dns.upstream import Forwarder
 
@@ -73,7 +78,7 @@ class _Udp(asyncio.DatagramProtocol):
         self.transport = cast(asyncio.DatagramTransport, transport)  # uvloop's is not a subclass
 
     def datagram_received(self, data: bytes, addr: tuple[str | int, ...]) -> None:
-        cached = self.server.cached(data)
+        cached = self.server.cached(data, tcp=False)
         if cached is not None:
             assert self.transport is not None
             self.transport.sendto(cached, addr)
@@ -95,6 +100,7 @@ class DnsServer:
         zone: str = DEFAULT_ZONE,
         dns_ips: tuple[str, ...] = (),
         ttl: int = DEFAULT_TTL,
+        metrics: DnsMetrics | None = None,
     ) -> None:
         self.view = view
         self.forwarder = forwarder
@@ -107,8 +113,8 @@ class DnsServer:
         self._cache: dict[bytes, bytes] = {}
         self._cache_generation = -1
         self._tasks: set[asyncio.Task[None]] = set()
-        self.answered = 0
-        self.forwarded = 0
+        self.metrics = metrics or DnsMetrics(Metrics())
+        self._zone_label = self.zone + "."
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -131,6 +137,7 @@ class DnsServer:
                     raise
                 continue
             self._udp, self.port = udp, bound
+            self.metrics.listening(host, bound)
             return bound
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -159,7 +166,7 @@ class DnsServer:
                 async with asyncio.timeout(TCP_IDLE):
                     (length,) = struct.unpack("!H", await reader.readexactly(2))
                     data = await reader.readexactly(length)
-                reply = self.cached(data) or await self.answer(data, tcp=True)
+                reply = self.cached(data, tcp=True) or await self.answer(data, tcp=True)
                 if reply is None:
                     return
                 writer.write(struct.pack("!H", len(reply)) + reply)
@@ -173,8 +180,9 @@ class DnsServer:
 
     # -- answering -------------------------------------------------------------------------
 
-    def cached(self, data: bytes) -> bytes | None:
+    def cached(self, data: bytes, *, tcp: bool) -> bytes | None:
         """A cluster answer to ``data`` built earlier in this generation, with its ID."""
+        started = time.perf_counter()
         if self._cache_generation != self.view.generation:
             self._cache.clear()
             self._cache_generation = self.view.generation
@@ -182,8 +190,17 @@ class DnsServer:
         reply = self._cache.get(data[2:])
         if reply is None:
             return None
-        self.answered += 1
-        return data[:2] + reply
+        reply = data[:2] + reply
+        self._served(data, reply, zone=self._zone_label, plugin="cache", tcp=tcp, since=started)
+        return reply
+
+    def _served(
+        self, query: bytes, reply: bytes, *, zone: str, plugin: str, tcp: bool, since: float
+    ) -> bytes:
+        self.metrics.served(
+            query, reply, zone=zone, plugin=plugin, tcp=tcp, seconds=time.perf_counter() - since
+        )
+        return reply
 
     def _remember(self, query: bytes, reply: bytes, *, generation: int) -> None:
         if generation != self._cache_generation:
@@ -194,15 +211,20 @@ class DnsServer:
 
     async def answer(self, data: bytes, *, tcp: bool) -> bytes | None:
         """The reply to one query (wire bytes), or None to send nothing."""
+        started = time.perf_counter()
         try:
             query = dns.message.from_wire(data)
         except dns.exception.DNSException as exc:
             log.debug("dropping a query that does not parse: %s", exc)
             return None
         if query.opcode() != dns.opcode.QUERY:
-            return _error(query, dns.rcode.NOTIMP)
+            return self._served(
+                data, _error(query, dns.rcode.NOTIMP), zone=".", plugin="", tcp=tcp, since=started
+            )
         if len(query.question) != 1:
-            return _error(query, dns.rcode.FORMERR)
+            return self._served(
+                data, _error(query, dns.rcode.FORMERR), zone=".", plugin="", tcp=tcp, since=started
+            )
         question = query.question[0]
         generation = self.view.generation
         found = None
@@ -212,14 +234,22 @@ class DnsServer:
                 self.view, question.name.to_text(), qtype, zone=self.zone, dns_ips=self.dns_ips
             )
         if found is None:
-            self.forwarded += 1
-            return await self.forwarder.forward(data, tcp=tcp) or _error(query, dns.rcode.SERVFAIL)
+            relayed = await self.forwarder.forward(data, tcp=tcp)
+            return self._served(
+                data,
+                relayed or _error(query, dns.rcode.SERVFAIL),
+                zone=".",
+                plugin="forward",
+                tcp=tcp,
+                since=started,
+            )
         reply = await self._reply(query, found)
         wire = _to_wire(query, reply, tcp=tcp)
         if found.chase is None:
             self._remember(data, wire, generation=generation)
-        self.answered += 1
-        return wire
+        return self._served(
+            data, wire, zone=self._zone_label, plugin="kubernetes", tcp=tcp, since=started
+        )
 
     async def _reply(self, query: dns.message.Message, found: Answer) -> dns.message.Message:
         reply = dns.message.make_response(query, recursion_available=True)

@@ -10,7 +10,7 @@ What it owns (``DnsService``, a ``component.Service``):
   everything until they synced, as CoreDNS answers before its own sync); the registration of
   ``kube-system/kube-dns`` (``kube_dns.py``); the health server on ``--healthz-port``
   (``/healthz`` and CoreDNS's ``/health``: alive; ``/readyz`` and CoreDNS's ``/ready``: 200
-  once the informers synced; ``/metrics``: queries answered and forwarded);
+  once the informers synced; ``/metrics``: CoreDNS's ``coredns_dns_*`` metrics, ``metrics.py``);
 * ``wait``: until a task ends (one that was meant to run forever is an error);
 * ``stop`` (SIGINT/SIGTERM): stops answering, then the informers, the health server, the client.
 
@@ -31,10 +31,12 @@ from client.rest import ApiClient
 from component.errors import CannotListen
 from component.flags import BindAddress
 from component.health import HealthServer, text_response
+from component.metrics import Metrics
 from component.ready import announce_listening
 from component.tasks import TaskGroup
 from services.dns.cluster import InformerView
 from services.dns.kube_dns import KubeDnsRegistration
+from services.dns.metrics import DnsMetrics
 from services.dns.records import DEFAULT_TTL, DEFAULT_ZONE
 from services.dns.server import DnsServer
 from services.dns.upstream import Forwarder, Upstream, host_upstreams
@@ -81,7 +83,8 @@ class DnsService:
         self.health.add_ok("/healthz", "/livez", "/health")
         self.health.add("/readyz", self._ready)
         self.health.add("/ready", self._ready)
-        self.health.add_metrics("/metrics", self._metrics)
+        self.metrics = Metrics()
+        self.health.add_metrics("/metrics", self.metrics.render)
         self.tasks = TaskGroup("dns", logger=log)
         self._registration: asyncio.Task[None] | None = None
 
@@ -89,18 +92,6 @@ class DnsService:
         if self.view.has_synced:
             return text_response("OK")
         return text_response("informers not synced", status=503)
-
-    def _metrics(self) -> str:
-        server = self.server
-        answered, forwarded = (server.answered, server.forwarded) if server else (0, 0)
-        return (
-            "# HELP kubelite_dns_answers_total Queries answered from the cluster's records.\n"
-            "# TYPE kubelite_dns_answers_total counter\n"
-            f"kubelite_dns_answers_total {answered}\n"
-            "# HELP kubelite_dns_forwarded_total Queries forwarded to an upstream resolver.\n"
-            "# TYPE kubelite_dns_forwarded_total counter\n"
-            f"kubelite_dns_forwarded_total {forwarded}\n"
-        )
 
     async def _upstreams(self) -> list[Upstream]:
         opts = self.options
@@ -122,6 +113,7 @@ class DnsService:
             zone=opts.zone,
             dns_ips=dns_ips,
             ttl=opts.ttl,
+            metrics=DnsMetrics(self.metrics),
         )
         try:
             port = await self.server.start(opts.bind_address, opts.port)
