@@ -37,6 +37,7 @@ from api.managed_fields import (
 from api.meta import now_time
 from api.registry import ResourceType
 from services.apiserver.codec import PatchType
+from services.apiserver.query import query_flag
 
 __all__ = ["ApplyOptions", "apply_options", "apply_to", "manager_of", "record_update"]
 
@@ -109,9 +110,7 @@ def apply_options(request: web.Request, patch_type: PatchType) -> ApplyOptions:
         )
     if causes:
         raise Invalid.of("PatchOptions", "", causes, group="meta.k8s.io")
-    if force_raw not in (None, "", "true", "false", "1", "0"):
-        raise BadRequest(f'force: invalid boolean value "{force_raw}"')
-    return ApplyOptions(manager=manager, force=force_raw in ("true", "1"))
+    return ApplyOptions(manager=manager, force=query_flag(force_raw))
 
 
 _CUSTOM_SHAPES: dict[tuple[str, str, str], tuple[object, Shape]] = {}

@@ -40,6 +40,7 @@ __all__ = [
     "ListOptions",
     "parse_bool",
     "parse_revision",
+    "query_flag",
 ]
 
 NOT_OLDER_THAN = "NotOlderThan"
@@ -57,6 +58,13 @@ def parse_bool(raw: str | None, *, name: str) -> bool | None:
     raise BadRequest(
         f'invalid value for {name}: strconv.ParseBool: parsing "{raw}": invalid syntax'
     )
+
+
+def query_flag(raw: str | None) -> bool:
+    """A boolean query parameter as Kubernetes' parameter codec reads ``force`` and ``watch``
+    (``Convert_Slice_string_To_bool``): absent, ``0`` and ``false`` in any case are false;
+    anything else is true — ``True`` as Python clients (kubernetes_asyncio) send it, even empty."""
+    return raw is not None and raw != "0" and raw.lower() != "false"
 
 
 INT64_MAX = 2**63 - 1

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from services.apiserver.identity import RequestAttributes, UserInfo
+from services.apiserver.query import query_flag
 
 __all__ = ["RequestInfo", "attributes_for", "request_info"]
 
@@ -96,7 +97,7 @@ def request_info(method: str, path: str, query: Mapping[str, str]) -> RequestInf
     subresource = parts[2] if len(parts) > 2 else ""
     if not name:
         if verb == "get":
-            verb = "watch" if query.get("watch") in ("1", "true") else "list"
+            verb = "watch" if query_flag(query.get("watch")) else "list"
         elif verb == "delete":
             verb = "deletecollection"
     if verb in ("list", "watch") and not name:
