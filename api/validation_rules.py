@@ -47,7 +47,7 @@ from celpy.evaluation import CELEvalError
 
 from api.errors import Cause
 
-__all__ = ["BLOCKED", "rule_failures", "rule_problems"]
+__all__ = ["BLOCKED", "rule_failures", "rule_problems", "syntax_error"]
 
 Schema = Mapping[str, Any]
 
@@ -82,13 +82,14 @@ def _compile(expression: str) -> _Compiled:
     try:
         tree = _ENVIRONMENT.compile(expression)
     except CELParseError as exc:
-        raise CompileError(_syntax_error(expression, exc)) from exc
+        raise CompileError(syntax_error(expression, exc)) from exc
     names = tree.scan_values(lambda token: token == "oldSelf")  # an identifier, not a literal
     return _Compiled(_ENVIRONMENT.program(tree), uses_old_self=any(True for _ in names))
 
 
-def _syntax_error(expression: str, exc: CELParseError) -> str:
-    """cel-go's report of a parse error: where, then the line with a caret under the spot."""
+def syntax_error(expression: str, exc: CELParseError) -> str:
+    """cel-go's report of a parse error: where, then the line with a caret under the spot
+    (also how admission expressions report theirs)."""
     line = int(getattr(exc, "line", None) or 1)
     column = int(getattr(exc, "column", None) or 1)
     lines = expression.splitlines() or [""]

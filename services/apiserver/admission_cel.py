@@ -17,11 +17,17 @@ and ``webhook/matchconditions/matcher.go``); this module is kubelite's, with ``c
   parse);
 * ``match``: ``matchConditions`` as Kubernetes' matcher decides — any condition ``false`` means
   no match (whatever errors others had); otherwise an error under ``failurePolicy: Fail`` is an
-  error (several joined as Kubernetes' aggregate prints them), and under ``Ignore`` no match.
+  error (several joined as Kubernetes' aggregate prints them), and under ``Ignore`` no match;
+* ``configuration_problems``: what Kubernetes' validation refuses in a webhook configuration or
+  a policy when it is written — at most 64 ``matchConditions``, each with a qualified, unique
+  ``name`` and an expression that compiles; a policy's variables, validations, message
+  expressions and audit annotation values that do not compile (422 causes worded as
+  Kubernetes', ``compilation failed: ERROR: <input>:1:8: Syntax error ...``).
 
-Limits: no ``authorizer`` variable (nor ``authorizer.requestResource``); expressions are not
-type-checked (a condition that yields a non-bool is an error when evaluated, not when the
-configuration is written); no cost budget; cel-python's error texts (``<why>``) are not cel-go's.
+Limits: no ``authorizer`` variable (nor ``authorizer.requestResource``); expressions are
+parsed, not type-checked, when written (a condition that yields a non-bool, or names a field
+that is not there, is an error when evaluated); no cost budget; cel-python's evaluation error
+texts (``<why>``) are not cel-go's.
 """
 
 from __future__ import annotations
@@ -37,12 +43,28 @@ from celpy.celparser import CELParseError
 from celpy.celtypes import BoolType, MapType, StringType
 from celpy.evaluation import CELEvalError
 
-__all__ = ["ExpressionFailed", "Match", "activation", "evaluate", "match", "with_variables"]
+from api.errors import Cause
+from api.names import is_qualified_name
+from api.validation import duplicate, invalid, required
+from api.validation_rules import syntax_error
+
+__all__ = [
+    "ExpressionFailed",
+    "Match",
+    "activation",
+    "configuration_problems",
+    "evaluate",
+    "match",
+    "with_variables",
+]
 
 Obj = dict[str, Any]
 Activation = dict[str, Any]
 
 _ENVIRONMENT = celpy.Environment()
+
+MAX_MATCH_CONDITIONS = 64
+"""Kubernetes' limit on a webhook's (or policy's) ``matchConditions``."""
 
 
 class ExpressionFailed(Exception):
@@ -54,7 +76,20 @@ def _program(expression: str) -> celpy.Runner:
     try:
         return _ENVIRONMENT.program(_ENVIRONMENT.compile(expression))
     except CELParseError as exc:
-        raise ExpressionFailed(f"compilation error: {exc}") from exc
+        raise ExpressionFailed(_compile_failure(expression, exc)) from exc
+
+
+def _compile_failure(expression: str, exc: CELParseError) -> str:
+    return f"compilation failed: {syntax_error(expression, exc)}"
+
+
+def _compile_problem(expression: str) -> str | None:
+    """Why ``expression`` does not compile, as Kubernetes says it; None when it does."""
+    try:
+        _program(expression)
+    except ExpressionFailed as exc:
+        return str(exc)
+    return None
 
 
 def _raw(expression: str, bound: Activation) -> Any:
@@ -71,7 +106,10 @@ def _why(error: CELEvalError) -> str:
 
 def evaluate(expression: str, bound: Activation) -> Any:
     """The value of ``expression``; ``ExpressionFailed`` when it does not compile or evaluate."""
-    result = _raw(expression, bound)
+    try:
+        result = _raw(expression, bound)
+    except ExpressionFailed as exc:
+        raise ExpressionFailed(f"compilation error: {exc}") from exc
     if isinstance(result, CELEvalError):
         raise ExpressionFailed(f"expression '{expression}' resulted in error: {_why(result)}")
     return result
@@ -130,3 +168,78 @@ def match(conditions: Iterable[Mapping[str, Any]], bound: Activation, *, fail: b
             matches=False, error=errors[0] if len(errors) == 1 else f"[{', '.join(errors)}]"
         )
     return Match(matches=True)
+
+
+# -- checks when a configuration is written --------------------------------------------------
+
+
+def configuration_problems(kind: str, obj: Obj) -> list[Cause]:
+    """The expressions a webhook configuration or ValidatingAdmissionPolicy (``kind``) may not
+    be written with (empty for other kinds)."""
+    if kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        causes: list[Cause] = []
+        for i, hook in enumerate(_dicts(obj.get("webhooks"))):
+            causes += _match_condition_problems(
+                hook.get("matchConditions"), path=f"webhooks[{i}].matchConditions"
+            )
+        return causes
+    if kind == "ValidatingAdmissionPolicy":
+        spec = obj.get("spec")
+        return _policy_problems(spec if isinstance(spec, dict) else {})
+    return []
+
+
+def _dicts(value: Any) -> list[Obj]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _expression_problem(field: str, expression: Any) -> list[Cause]:
+    text = str(expression or "").strip()
+    if not text:
+        return [required(field)]
+    problem = _compile_problem(text)
+    return [invalid(field, text, problem)] if problem else []
+
+
+def _match_condition_problems(conditions: Any, *, path: str) -> list[Cause]:
+    """``validateMatchConditions``: how many, and each one's name and expression."""
+    listed = _dicts(conditions)
+    causes: list[Cause] = []
+    if len(listed) > MAX_MATCH_CONDITIONS:
+        causes.append(
+            {
+                "reason": "FieldValueTooMany",
+                "message": f"Too many: {len(listed)}: must have at most {MAX_MATCH_CONDITIONS} items",
+                "field": path,
+            }
+        )
+    seen: set[str] = set()
+    for i, condition in enumerate(listed):
+        causes += _expression_problem(f"{path}[{i}].expression", condition.get("expression"))
+        name = str(condition.get("name") or "")
+        if not name:
+            causes.append(required(f"{path}[{i}].name"))
+            continue
+        causes += [invalid(f"{path}[{i}].name", name, why) for why in is_qualified_name(name)]
+        if name in seen:
+            causes.append(duplicate(f"{path}[{i}].name", name))
+        seen.add(name)
+    return causes
+
+
+def _policy_problems(spec: Obj) -> list[Cause]:
+    causes = _match_condition_problems(spec.get("matchConditions"), path="spec.matchConditions")
+    for i, variable in enumerate(_dicts(spec.get("variables"))):
+        if not variable.get("name"):
+            causes.append(required(f"spec.variables[{i}].name"))
+        causes += _expression_problem(f"spec.variables[{i}].expression", variable.get("expression"))
+    for i, rule in enumerate(_dicts(spec.get("validations"))):
+        if str(rule.get("expression") or "").strip():  # a missing one is api.validation's
+            causes += _expression_problem(f"spec.validations[{i}].expression", rule["expression"])
+        if str(rule.get("messageExpression") or "").strip():
+            field = f"spec.validations[{i}].messageExpression"
+            causes += _expression_problem(field, rule["messageExpression"])
+    for i, annotation in enumerate(_dicts(spec.get("auditAnnotations"))):
+        field = f"spec.auditAnnotations[{i}].valueExpression"
+        causes += _expression_problem(field, annotation.get("valueExpression"))
+    return causes

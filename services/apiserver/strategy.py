@@ -8,7 +8,8 @@ changes status alone. Handlers call these functions and never make those decisio
 
 What it owns: ``prepare_for_create``, ``prepare_for_update``, ``prepare_for_status_update``,
 ``default_object`` (``api.defaults``), ``validate_object`` (``api.validation``'s shape and
-semantic rules as one 422 ``Invalid`` with field causes), and the kind facts handlers ask about (``allows_create_on_update``,
+semantic rules, plus ``admission_cel``'s checks of admission expressions, as one 422
+``Invalid`` with field causes), and the kind facts handlers ask about (``allows_create_on_update``,
 ``returns_deleted_object``, ``is_graceful``).
 
 managedFields are ``apply``'s: a create keeps those the client sent for it to build on.
@@ -28,6 +29,7 @@ from api.errors import BadRequest, Invalid
 from api.meta import now_time
 from api.registry import ResourceType
 from api.validation import validate, validate_update
+from services.apiserver.admission_cel import configuration_problems
 from services.apiserver.custom_objects import (
     custom_generation,
     default_custom,
@@ -172,9 +174,9 @@ def prepare_for_update(rt: ResourceType, new: Obj, old: Obj) -> None:
     else:
         meta.pop("generation", None)
     if (rt.group, rt.kind) == ("apps", "DaemonSet"):
-        template_changed = (new.get("spec") or {}).get("template") != (
-            old.get("spec") or {}
-        ).get("template")
+        template_changed = (new.get("spec") or {}).get("template") != (old.get("spec") or {}).get(
+            "template"
+        )
         _set_template_generation(new, _template_generation(old) + int(template_changed))
 
 
@@ -236,6 +238,8 @@ def validate_object(rt: ResourceType, obj: Obj, *, old: Obj | None = None) -> No
         causes = validate_custom(rt, obj, old=old)
     else:
         causes = validate(rt, obj) if old is None else validate_update(rt, obj, old)
+        if rt.group == "admissionregistration.k8s.io":
+            causes += configuration_problems(rt.kind, obj)
     if causes:
         meta = _meta(obj)
         name = str(meta.get("name") or meta.get("generateName") or "")

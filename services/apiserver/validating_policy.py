@@ -35,9 +35,12 @@ the validating webhooks:
   annotation ``<policy>/<key>`` (distinct values of a policy's bindings joined by ``", "``, each
   cut at 10 KiB); null leaves it out; an error fails the policy under ``Fail``.
 
-Limits: expressions are not type-checked when the policy is written (``status.typeChecking``
-stays empty; a broken expression shows when it is evaluated); no ``authorizer`` variable; CEL
-cost limits are not enforced.
+A policy whose expressions do not parse is refused when written (``admission_cel``'s
+``configuration_problems``).
+
+Limits: expressions are parsed, not type-checked, when the policy is written
+(``status.typeChecking`` stays empty; a field the object lacks shows when evaluated); no
+``authorizer`` variable; CEL cost limits are not enforced.
 """
 
 from __future__ import annotations

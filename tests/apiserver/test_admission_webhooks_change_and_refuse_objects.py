@@ -380,6 +380,49 @@ async def test_webhook_configurations_are_validated_with_kubernetes_messages(api
     )
 
 
+async def test_match_conditions_are_validated_when_written(api: Api) -> None:
+    def with_conditions(*conditions: Obj) -> Obj:
+        hook = {
+            "name": "checked.example.com",
+            "clientConfig": {"url": "https://127.0.0.1:1/x"},
+            "sideEffects": "None",
+            "admissionReviewVersions": ["v1"],
+            "matchConditions": list(conditions),
+        }
+        return configuration("ValidatingWebhookConfiguration", "checked", hook)
+
+    many = [{"name": f"c{i}", "expression": "true"} for i in range(65)]
+    status, out = await api.post(VWC, with_conditions(*many))
+    assert status == 422
+    assert out["details"]["causes"] == [
+        {
+            "reason": "FieldValueTooMany",
+            "message": "Too many: 65: must have at most 64 items",
+            "field": "webhooks[0].matchConditions",
+        }
+    ]
+    status, out = await api.post(
+        VWC,
+        with_conditions(
+            {"name": "same", "expression": "object.("},
+            {"name": "same", "expression": "  "},
+            {"name": "not a name!", "expression": "true"},
+        ),
+    )
+    assert status == 422
+    causes = {c["field"]: c["message"] for c in out["details"]["causes"]}
+    conditions = "webhooks[0].matchConditions"
+    assert causes[f"{conditions}[0].expression"].startswith(
+        'Invalid value: "object.(": compilation failed: ERROR: <input>:1:'
+    )
+    assert causes[f"{conditions}[1].expression"] == "Required value"
+    assert causes[f"{conditions}[1].name"] == 'Duplicate value: "same"'
+    assert causes[f"{conditions}[2].name"].startswith(
+        'Invalid value: "not a name!": name part must consist of alphanumeric characters'
+    )
+    await api.ok("POST", VWC, with_conditions(*many[:64]))
+
+
 async def test_match_conditions_choose_which_webhooks_are_called(
     api: Api, webhooks: Webhooks
 ) -> None:

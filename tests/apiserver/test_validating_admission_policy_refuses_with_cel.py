@@ -160,6 +160,29 @@ async def test_policies_and_bindings_are_validated(api: Api) -> None:
     }
 
 
+async def test_policy_expressions_that_do_not_compile_are_refused(api: Api) -> None:
+    broken = policy(
+        "broken",
+        {"expression": "object.(", "messageExpression": "'a' +"},
+        variables=[{"name": "v", "expression": "1 +"}],
+        matchConditions=[{"name": "m", "expression": "(("}],
+        auditAnnotations=[{"key": "k", "valueExpression": "'x"}],
+    )
+    status, out = await api.post(VAP, broken)
+    assert status == 422
+    causes = {c["field"]: c["message"] for c in out["details"]["causes"]}
+    for field, expression in (
+        ("spec.matchConditions[0].expression", "(("),
+        ("spec.variables[0].expression", "1 +"),
+        ("spec.validations[0].expression", "object.("),
+        ("spec.validations[0].messageExpression", "'a' +"),
+        ("spec.auditAnnotations[0].valueExpression", "'x"),
+    ):
+        assert causes[field].startswith(
+            f"Invalid value: {json.dumps(expression)}: compilation failed: ERROR: <input>:1:"
+        ), (field, causes[field])
+
+
 async def test_variables_namespace_object_and_match_conditions(api: Api) -> None:
     counted = policy(
         "counted",
