@@ -45,8 +45,8 @@ occurrence. The scheduler's scores are not recorded anywhere, only the filter's 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -80,22 +80,28 @@ class TraceStep:
 
 
 # The lifecycle's order: ties in time keep it, and a second-resolution step is placed after
-# the precise steps that rank before it.
+# the precise steps that rank before it. A replica set's own steps rank first.
 RANKS = {
     "created": 0,
-    "seen by controller-manager": 1,
-    "not schedulable": 2,
-    "scheduled": 3,
-    "seen by kubelet": 4,
-    "volumes not ready": 5,
-    "volumes ready": 6,
-    "sandbox ready": 7,
-    "image pulled": 8,
-    "container created": 9,
-    "container started": 10,
-    "probe failed": 11,
-    "probes passed": 12,
-    "containers ready": 12,
+    "scaled": 1,
+    "seen by controller-manager": 2,
+    "not schedulable": 3,
+    "scheduled": 4,
+    "seen by kubelet": 5,
+    "volumes not ready": 6,
+    "volumes ready": 7,
+    "sandbox ready": 8,
+    "image pulled": 9,
+    "container created": 10,
+    "container started": 11,
+    "probe failed": 12,
+    "probes passed": 13,
+    "containers ready": 13,
+    # a replica set's steps naming one of its pods
+    "pod created": 2,
+    "pod scheduled": 4,
+    "pod started": 11,
+    "pod ready": 13,
 }
 
 
@@ -108,9 +114,30 @@ class _Found:
     at: datetime
     precise: bool
     detail: str
-    rank: int
-    lane: str = ""
-    """Steps of one pod share a lane: placing a second-resolution step looks only at its own."""
+    lane: str
+    """Steps of one object share a lane: placing a second-resolution step looks at its own."""
+
+    @property
+    def rank(self) -> int:
+        return RANKS[self.step]
+
+
+@dataclass(slots=True)
+class _Evidence:
+    """The steps found so far for one object (its lane)."""
+
+    lane: str
+    found: list[_Found] = field(default_factory=list)
+
+    def add(
+        self, step: str, at: datetime, *, by: str, detail: str = "", precise: bool = False
+    ) -> None:
+        self.found.append(_Found(step, by, at, precise, detail, self.lane))
+
+    def add_event(self, step: str, event: Obj, *, detail: str) -> None:
+        when = _event_time(event)
+        if when is not None:
+            self.add(step, when[0], by=_component(event), detail=detail, precise=when[1])
 
 
 def _time(value: Any) -> datetime | None:
@@ -123,17 +150,12 @@ def _time(value: Any) -> datetime | None:
     return at.astimezone(UTC)
 
 
-def _found(
-    step: str, component: str, at: datetime, *, precise: bool, detail: str = "", lane: str = ""
-) -> _Found:
-    return _Found(step, component, at, precise, detail, RANKS[step], lane)
-
-
 # -- events --------------------------------------------------------------------------------
 
 
 def _event_time(event: Obj) -> tuple[datetime, bool] | None:
-    """The first occurrence: ``eventTime`` (MicroTime) else ``firstTimestamp`` (seconds)."""
+    """The first occurrence, and whether to the microsecond: ``eventTime`` (MicroTime), else
+    ``firstTimestamp`` (seconds)."""
     micro = _time(event.get("eventTime"))
     if micro is not None:
         return micro, True
@@ -204,83 +226,49 @@ def _creator(obj: Obj) -> str:
 
 def _pod_found(pod: Obj, events: Sequence[Obj], owners: Sequence[Obj]) -> list[_Found]:
     meta = pod.get("metadata") or {}
-    name = str(meta.get("name") or "")
-    lane = f"{meta.get('namespace')}/{name}"
-    spec = pod.get("spec") or {}
-    found: list[_Found] = []
+    evidence = _Evidence(f"{meta.get('namespace')}/{meta.get('name')}")
     created = _time(meta.get("creationTimestamp"))
     if created is not None:
-        found.append(
-            _found("created", "apiserver", created, precise=False, detail=_creator(pod), lane=lane)
-        )
-    found += _made_by_owner(name, lane, events, owners)
-    own = [e for e in events if _about(e, pod)]
-    found += _event_steps(own, lane)
-    if not any(f.step == "scheduled" for f in found):
-        bound = _condition(pod, "PodScheduled")
-        if bound is not None and spec.get("nodeName"):
-            found.append(
-                _found(
-                    "scheduled",
-                    "scheduler",
-                    bound,
-                    precise=False,
-                    detail=f"bound to {spec['nodeName']}",
-                    lane=lane,
-                )
-            )
-    found += _kubelet_steps(pod, own, lane)
-    return found
-
-
-def _made_by_owner(
-    name: str, lane: str, events: Sequence[Obj], owners: Sequence[Obj]
-) -> list[_Found]:
-    out = []
+        evidence.add("created", created, by="apiserver", detail=_creator(pod))
     for owner in owners:
-        for event in events:
-            if event.get("reason") != "SuccessfulCreate" or not _about(event, owner):
-                continue
-            if not str(event.get("message") or "").endswith(f": {name}"):
-                continue
-            when = _event_time(event)
-            if when is not None:
-                what = f"{owner.get('kind')} {(owner.get('metadata') or {}).get('name')}"
-                out.append(
-                    _found(
-                        "seen by controller-manager",
-                        "controller-manager",
-                        when[0],
-                        precise=when[1],
-                        detail=f"{what}: {event.get('message')}",
-                        lane=lane,
-                    )
-                )
-    return out
-
-
-def _event_steps(events: Iterable[Obj], lane: str) -> list[_Found]:
-    out = []
-    for event in events:
+        _made_by(owner, pod, events, evidence)
+    own = [e for e in events if _about(e, pod)]
+    for event in own:
         step = EVENT_STEPS.get(str(event.get("reason") or ""))
-        when = _event_time(event)
-        if step is None or when is None:
+        if step is not None:
+            evidence.add_event(step, event, detail=_event_detail(step, event))
+    node = (pod.get("spec") or {}).get("nodeName")
+    bound = _condition(pod, "PodScheduled")
+    if bound and node and not any(f.step == "scheduled" for f in evidence.found):
+        evidence.add("scheduled", bound, by="scheduler", detail=f"bound to {node}")
+    _kubelet_steps(pod, own, evidence)
+    return evidence.found
+
+
+def _made_by(owner: Obj, pod: Obj, events: Sequence[Obj], evidence: _Evidence) -> None:
+    """The owner's ``SuccessfulCreate`` Event naming ``pod``."""
+    name = (pod.get("metadata") or {}).get("name")
+    what = f"{owner.get('kind')} {(owner.get('metadata') or {}).get('name')}"
+    for event in events:
+        message = str(event.get("message") or "")
+        if event.get("reason") != "SuccessfulCreate" or not message.endswith(f": {name}"):
             continue
-        detail = str(event.get("message") or "") + _repeats(event)
-        if step == "scheduled":
-            rv = (event.get("involvedObject") or {}).get("resourceVersion")
-            detail += f" (saw the pod at resourceVersion {rv})" if rv else ""
-        out.append(
-            _found(step, _component(event), when[0], precise=when[1], detail=detail, lane=lane)
-        )
-    return out
+        if _about(event, owner):
+            evidence.add_event("seen by controller-manager", event, detail=f"{what}: {message}")
 
 
-def _kubelet_steps(pod: Obj, own: Sequence[Obj], lane: str) -> list[_Found]:
+def _event_detail(step: str, event: Obj) -> str:
+    detail = str(event.get("message") or "") + _repeats(event)
+    rv = (event.get("involvedObject") or {}).get("resourceVersion")
+    if step == "scheduled" and rv:
+        detail += f" (saw the pod at resourceVersion {rv})"
+    return detail
+
+
+def _kubelet_steps(pod: Obj, own: Sequence[Obj], evidence: _Evidence) -> None:
+    """What the kubelet reports in the pod's status (whole seconds)."""
     status = pod.get("status") or {}
     spec = pod.get("spec") or {}
-    node = str(spec.get("nodeName") or "")
-    out = []
     acknowledged = _time(status.get("startTime"))
     if acknowledged is not None:
         rvs = [
@@ -288,65 +276,39 @@ def _kubelet_steps(pod: Obj, own: Sequence[Obj], lane: str) -> list[_Found]:
             for e in own
             if _component(e) == "kubelet"
         ]
-        detail = f"{node}" + (f" (at resourceVersion {rvs[0]})" if rvs and rvs[0] else "")
-        out.append(
-            _found(
-                "seen by kubelet", "kubelet", acknowledged, precise=False, detail=detail, lane=lane
-            )
-        )
+        seen_at = f" (at resourceVersion {rvs[0]})" if rvs and rvs[0] else ""
+        detail = f"{spec.get('nodeName') or ''}{seen_at}"
+        evidence.add("seen by kubelet", acknowledged, by="kubelet", detail=detail)
     sandbox = _condition(pod, "PodReadyToStartContainers")
     if sandbox is not None:
-        volumes = spec.get("volumes") or []
-        if volumes:
+        if volumes := spec.get("volumes") or []:
             names = ", ".join(str(v.get("name")) for v in volumes)
-            out.append(
-                _found(
-                    "volumes ready",
-                    "kubelet",
-                    sandbox,
-                    precise=False,
-                    detail=f"{names} (mounted before the sandbox; no time of their own)",
-                    lane=lane,
-                )
-            )
+            detail = f"{names} (mounted before the sandbox; no time of their own)"
+            evidence.add("volumes ready", sandbox, by="kubelet", detail=detail)
         ip = status.get("podIP")
-        out.append(
-            _found(
-                "sandbox ready",
-                "kubelet",
-                sandbox,
-                precise=False,
-                detail=f"pod IP {ip}" if ip else "",
-                lane=lane,
-            )
-        )
+        evidence.add("sandbox ready", sandbox, by="kubelet", detail=f"pod IP {ip}" if ip else "")
     started = {
         str(e.get("message") or "").rsplit(" ", 1)[-1] for e in own if e.get("reason") == "Started"
     }
     for cs in status.get("containerStatuses") or []:
         at = _time(((cs.get("state") or {}).get("running") or {}).get("startedAt"))
         if at is not None and cs.get("name") not in started:
-            out.append(
-                _found(
-                    "container started",
-                    "kubelet",
-                    at,
-                    precise=False,
-                    detail=f"container {cs.get('name')}",
-                    lane=lane,
-                )
+            evidence.add(
+                "container started", at, by="kubelet", detail=f"container {cs.get('name')}"
             )
     ready = _condition(pod, "ContainersReady")
     if ready is not None:
         probed = [
-            c.get("name")
+            str(c.get("name"))
             for c in spec.get("containers") or []
             if c.get("readinessProbe") or c.get("startupProbe")
         ]
-        step = "probes passed" if probed else "containers ready"
-        detail = f"readiness of {', '.join(map(str, probed))}" if probed else "no readiness probes"
-        out.append(_found(step, "kubelet", ready, precise=False, detail=detail, lane=lane))
-    return out
+        if probed:
+            evidence.add(
+                "probes passed", ready, by="kubelet", detail=f"readiness of {', '.join(probed)}"
+            )
+        else:
+            evidence.add("containers ready", ready, by="kubelet", detail="no readiness probes")
 
 
 # -- ordering ----------------------------------------------------------------------------------
@@ -357,17 +319,12 @@ def _placed(found: Sequence[_Found]) -> list[_Found]:
     ranked before it (in its lane) allow."""
     out = []
     for f in found:
-        if f.precise:
-            out.append(f)
-            continue
         before = [
             g.at
             for g in found
             if g.precise and g.lane == f.lane and g.rank < f.rank and f.at <= g.at < f.at + SECOND
         ]
-        out.append(
-            _Found(f.step, f.component, max([f.at, *before]), False, f.detail, f.rank, f.lane)
-        )
+        out.append(f if f.precise else replace(f, at=max([f.at, *before])))
     return out
 
 
@@ -400,37 +357,36 @@ REPLICA_STEPS = {
 }
 
 
-def _scaled(rs: Obj) -> list[_Found]:
+def _scaled(rs: Obj, evidence: _Evidence) -> None:
     """Who set ``spec.replicas`` after the creator (``kubectl scale``, a Deployment ...)."""
     entries = (rs.get("metadata") or {}).get("managedFields") or []
     creator = next((e for e in entries if not e.get("subresource")), None)
     replicas = (rs.get("spec") or {}).get("replicas")
-    out = []
     for entry in entries:
         fields = entry.get("fieldsV1") or {}
-        if entry is creator or "f:replicas" not in (fields.get("f:spec") or {}):
-            continue
         at = _time(entry.get("time"))
-        if at is not None:
-            via = f" (/{entry['subresource']})" if entry.get("subresource") else ""
-            detail = f"spec.replicas (now {replicas}) set by {entry.get('manager')}{via}"
-            out.append(_Found("scaled", "apiserver", at, False, detail, 1))
-    return out
+        if entry is creator or at is None or "f:replicas" not in (fields.get("f:spec") or {}):
+            continue
+        via = f" (/{entry['subresource']})" if entry.get("subresource") else ""
+        detail = f"spec.replicas (now {replicas}) set by {entry.get('manager')}{via}"
+        evidence.add("scaled", at, by="apiserver", detail=detail)
 
 
 def replicaset_trace(rs: Obj, pods: Sequence[Obj], events: Sequence[Obj]) -> list[TraceStep]:
     """A ReplicaSet's (or ReplicationController's) scale-up as the seed tells it: created,
     scaled, then each of ``pods`` created by the controller-manager, scheduled, started, ready."""
-    found: list[_Found] = []
-    created = _time((rs.get("metadata") or {}).get("creationTimestamp"))
+    meta = rs.get("metadata") or {}
+    evidence = _Evidence(f"{meta.get('namespace')}/{meta.get('name')}")
+    created = _time(meta.get("creationTimestamp"))
     if created is not None:
-        found.append(_Found("created", "apiserver", created, False, _creator(rs), 0))
-    found += _scaled(rs)
+        evidence.add("created", created, by="apiserver", detail=_creator(rs))
+    _scaled(rs, evidence)
+    found = list(evidence.found)
     for pod in pods:
         name = (pod.get("metadata") or {}).get("name")
+        # placed among all of the pod's evidence, then kept where they are (precise)
         for f in _placed(_pod_found(pod, events, [rs])):
-            step = REPLICA_STEPS.get(f.step)
-            if step is not None:
+            if f.step in REPLICA_STEPS:
                 detail = f"{name}: {f.detail}" if f.detail else str(name)
-                found.append(_Found(step, f.component, f.at, True, detail, 10 + f.rank, str(name)))
+                found.append(replace(f, step=REPLICA_STEPS[f.step], detail=detail, precise=True))
     return _finish(found)
