@@ -25,7 +25,10 @@ exact merge keys of real Kubernetes — silently.
 
 A CRD's served versions get their documents from the CRD's schema (``apiVersion``, ``kind`` and
 ``ObjectMeta`` added, as Kubernetes' builder does), remade whenever the custom kinds change
-(``refresh_custom``), so ``kubectl explain`` describes a custom kind.
+(``refresh_custom``), so ``kubectl explain`` describes a custom kind. A built-in kind served from
+its schema (``api.schema_kinds``) is documented the same way, its component named as
+Kubernetes names it (``io.k8s.api.<group>.<version>.<Kind>``); a group-version holding kinds of
+both sorts gets one document with both.
 
 Limits: the built-in documents are built once, on first use (in a worker thread, see
 ``discovery``), and cached with their hash; the schemas say only what the pydantic models say (fields the models
@@ -255,6 +258,20 @@ def _gvk(rt: ResourceType, kind: str | None = None) -> dict[str, str]:
     return {"group": rt.group, "version": rt.version, "kind": kind or rt.kind}
 
 
+def _merged(models: dict[str, Any], schemas: dict[str, Any]) -> dict[str, Any]:
+    """One group-version's document from its model-described kinds' and its schema-described
+    kinds' (a CRD in a built-in group, a built-in kind served from its schema beside others)."""
+    components = {
+        **models["components"]["schemas"],
+        **schemas["components"]["schemas"],
+    }
+    return {
+        **models,
+        "paths": {**models["paths"], **schemas["paths"]},
+        "components": {"schemas": dict(sorted(components.items()))},
+    }
+
+
 class OpenAPIV3:
     """The OpenAPI v3 documents of one registry, built once on first use."""
 
@@ -326,7 +343,11 @@ class OpenAPIV3:
     def _assemble(self, builtin: dict[str, tuple[bytes, str]]) -> None:
         docs = dict(builtin)
         for group, version in self._group_versions(custom=True):
-            docs[gv_path(group, version)] = _serialised(self._custom_document(group, version))
+            path = gv_path(group, version)
+            document = self._custom_document(group, version)
+            if path in builtin:  # kinds of both sorts in one group-version: one document
+                document = _merged(json.loads(builtin[path][0]), document)
+            docs[path] = _serialised(document)
         index = {
             path: {"serverRelativeURL": f"/openapi/v3/{path}?hash={etag.strip(chr(34))}"}
             for path, (_, etag) in docs.items()

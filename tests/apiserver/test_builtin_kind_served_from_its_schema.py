@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.apiserver.conftest import CRDS, Api, EventReader
+from tests.apiserver.conftest import CRDS, Api, EventReader, established
 from tests.factories import crd, priority_class
 
 Obj = dict[str, Any]
@@ -132,3 +132,18 @@ async def test_a_crd_cannot_take_its_names(api: Api) -> None:
     assert {"system-node-critical", "system-cluster-critical"} <= {
         item["metadata"]["name"] for item in listed["items"]
     }
+
+
+async def test_a_group_version_of_both_sorts_is_one_openapi_document(api: Api) -> None:
+    """A kind described by a schema beside kinds described by models (here a CRD's kind in
+    storage.k8s.io/v1, beside StorageClass) shares their group-version's document."""
+    gadgets = crd("gadgets", group="storage.k8s.io", kind="Gadget", short_names=())
+    gadgets["metadata"]["annotations"] = {"api-approved.kubernetes.io": "unapproved, testing"}
+    await established(api, gadgets)
+    index = (await api.ok("GET", "/openapi/v3"))["paths"]
+    document = await api.ok("GET", index["apis/storage.k8s.io/v1"]["serverRelativeURL"])
+    schemas = document["components"]["schemas"]
+    assert "io.k8s.api.storage.v1.StorageClass" in schemas
+    assert "io.k8s.storage.v1.Gadget" in schemas
+    assert "/apis/storage.k8s.io/v1/storageclasses" in document["paths"]
+    assert "/apis/storage.k8s.io/v1/namespaces/{namespace}/gadgets" in document["paths"]
