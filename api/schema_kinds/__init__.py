@@ -40,7 +40,10 @@ How to add the next kind (``priorityclass`` is the example):
 What it does not guarantee: one version per kind (no conversion); strategic merge patches treat
 every list as atomic (the schema's ``x-kubernetes-patch-merge-key`` is not read); no status
 subresource; a rule needing other objects (a Kubernetes admission plugin's) is not a ``Rules``
-method — it belongs to the apiserver's admission.
+method — it belongs to the apiserver's admission. ``Rules`` may use ``api.names`` and
+``api.quantity`` but not ``api.validation`` (which imports ``api.registry``, which imports this
+package): a kind whose checks are shared with a model-served kind there (tolerations, resource
+lists — RuntimeClass's) waits until those checks move to a module of their own.
 """
 
 from __future__ import annotations
