@@ -348,6 +348,18 @@ def _root_ca_cert_publisher(ctx: _Context) -> RunnableController | None:
     return RootCAPublisher(client=ctx.client, informers=ctx.informers, root_ca=ctx.options.root_ca)
 
 
+def _horizontal_pod_autoscaling(ctx: _Context) -> RunnableController:
+    from services.controller_manager.horizontal_pod_autoscaler import (
+        HorizontalPodAutoscalerController,
+    )
+
+    return HorizontalPodAutoscalerController(
+        client=ctx.client,
+        informers=ctx.informers,
+        recorder=ctx.recorder("horizontal-pod-autoscaler"),
+    )
+
+
 CONTROLLERS: dict[str, Factory] = {
     "replicationcontroller": _replicationcontroller,
     "replicaset": _replicaset,
@@ -371,6 +383,7 @@ CONTROLLERS: dict[str, Factory] = {
     "endpointslice-mirroring": _endpointslice_mirroring,
     "service-lb": _service_lb,
     "clusterrole-aggregation": _clusterrole_aggregation,
+    "horizontalpodautoscaling": _horizontal_pod_autoscaling,
 }
 """Every controller this process can run, by its ``--controllers`` name."""
 
