@@ -83,7 +83,12 @@ def build_parser() -> argparse.ArgumentParser:
         "created, scheduled, seen by the kubelet, started, ready — with each step's time "
         "offset and the component that did it, from Events, conditions and managedFields.",
     )
-    p.add_argument("kind", choices=sorted(KINDS), help="pod, or rs/replicaset, rc")
+    p.add_argument(
+        "kind",
+        choices=sorted(KINDS),
+        metavar="KIND",
+        help="pod (po), or a replica set's owner: rs (replicaset) or rc (replicationcontroller)",
+    )
     p.add_argument("name")
     p.add_argument("-n", "--namespace", default=None, help="namespace (default: the context's)")
     p.add_argument(
@@ -171,15 +176,15 @@ class Subject:
         steps = pod_trace(self.obj, self.events, self.owners)
         if self.running_seen is None or not steps:
             return steps
-        start = steps[0].at
+        offset = (self.running_seen - steps[0].at).total_seconds()
         seen = TraceStep(
             RUNNING_OBSERVED,
             "kubelite trace",
             self.running_seen,
-            max((self.running_seen - start).total_seconds(), steps[-1].offset),
+            offset,
             "phase Running, seen by this watch",
         )
-        return [*steps, seen]
+        return sorted([*steps, seen], key=lambda step: step.at)
 
     def done(self) -> bool:
         obj = self.obj
