@@ -337,6 +337,25 @@ _MESSAGES: dict[str, str] = {
         " 6 expectedPods !i32; 7 conditions *Condition",
     "Condition": "1 type !str; 2 status !str; 3 observedGeneration i64;"
         " 4 lastTransitionTime !Time; 5 reason !str; 6 message !str",
+    # --- autoscaling/v2: HorizontalPodAutoscaler (kubectl autoscale, 1.33+) ----------------------
+    "HorizontalPodAutoscaler": "1 metadata ObjectMeta; 2 spec HorizontalPodAutoscalerSpec;"
+        " 3 status HorizontalPodAutoscalerStatus",
+    "HorizontalPodAutoscalerSpec": "1 scaleTargetRef CrossVersionObjectReference;"
+        " 2 minReplicas ?i32; 3 maxReplicas !i32; 4 metrics *MetricSpec;"
+        " 5 behavior HorizontalPodAutoscalerBehavior",
+    "CrossVersionObjectReference": "1 kind !str; 2 name !str; 3 apiVersion str",
+    "MetricSpec": "1 type !str; 4 resource ResourceMetricSource;"
+        " 7 containerResource ContainerResourceMetricSource",
+    "ResourceMetricSource": "1 name !str; 2 target MetricTarget",
+    "ContainerResourceMetricSource": "1 name !str; 2 target MetricTarget; 3 container !str",
+    "MetricTarget": "1 type !str; 2 value Quantity; 3 averageValue Quantity;"
+        " 4 averageUtilization ?i32",
+    "HorizontalPodAutoscalerBehavior": "1 scaleUp HPAScalingRules; 2 scaleDown HPAScalingRules",
+    "HPAScalingRules": "3 stabilizationWindowSeconds ?i32; 1 selectPolicy ?str;"
+        " 2 policies *HPAScalingPolicy; 4 tolerance Quantity",
+    "HPAScalingPolicy": "1 type !str; 2 value !i32; 3 periodSeconds !i32",
+    "HorizontalPodAutoscalerStatus": "1 observedGeneration ?i64; 2 lastScaleTime Time;"
+        " 3 currentReplicas i32; 4 desiredReplicas !i32",
     # --- coordination.k8s.io/v1, policy/v1, autoscaling/v1 ----------------------------------------
     "Lease": "1 metadata ObjectMeta; 2 spec LeaseSpec",
     "PriorityClass": "1 metadata ObjectMeta; 2 value !i32; 3 globalDefault bool;"
@@ -410,6 +429,7 @@ _KINDS: dict[tuple[str, str], str] = {
     ("policy/v1", "PodDisruptionBudget"): "PodDisruptionBudget",
     ("policy/v1", "Eviction"): "Eviction",
     ("autoscaling/v1", "Scale"): "Scale",
+    ("autoscaling/v2", "HorizontalPodAutoscaler"): "HorizontalPodAutoscaler",
     ("authorization.k8s.io/v1", "SubjectAccessReview"): "SubjectAccessReview",
     ("authorization.k8s.io/v1", "LocalSubjectAccessReview"): "SubjectAccessReview",
     ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): "SelfSubjectAccessReview",
