@@ -45,6 +45,7 @@ from client.cache import NODE_NAME_INDEX
 from client.events import EventRecorder
 from client.informer import Informer
 from client.rest import ApiClient
+from services.kubelet.metrics import MeasuredRuntime
 from services.kubelet.node_status import NodeAgent, NodeConfig, Pressure
 from services.kubelet.object_cache import ObjectCache
 from services.kubelet.pod_dns import ClusterDns
@@ -123,7 +124,8 @@ class NodeKubelet:
         """Set once the node is registered, the pod cache synced and orphans cleaned up."""
         self.objects = ObjectCache(client, on_change=self._poke)
         # the process runtime keeps its pods under the kubelet's --state-dir, and so do volumes
-        root = runtime.state.root if isinstance(runtime, ProcessRuntime) else None
+        bare = runtime.inner if isinstance(runtime, MeasuredRuntime) else runtime
+        root = bare.state.root if isinstance(bare, ProcessRuntime) else None
         self.volumes = VolumeHost(
             root=root, allocatable={"cpu": config.cpu, "memory": config.memory}
         )

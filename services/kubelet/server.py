@@ -22,7 +22,8 @@ Routes (the kubelet's own paths, which the apiserver's proxy rewrites to):
   ``SPDY/3.1+portforward.k8s.io`` (kubectl's SPDY streams, tunnelled; no ``port`` needed) or the
   ``v4.channel.k8s.io`` channels of the official clients (``port`` required) — the protocols
   are ``port_forward.py``'s; the pod's ports are dialled on its pod IP.
-* ``GET /healthz``; ``GET /pods`` (the pods this kubelet runs, as a PodList).
+* ``GET /healthz``; ``GET /pods`` (the pods this kubelet runs, as a PodList); ``GET /metrics``
+  (``metrics.KubeletMetrics``, Prometheus' text format).
 * ``GET /stats/summary[?node=NAME]``: the node's and its pods' CPU and memory in Kubernetes'
   Summary shape (``stats.py``); ``node`` is kubelite's own parameter, for a ``sim`` process
   hosting several nodes (default: ``--node-name``; 404 for a node it does not host).
@@ -42,7 +43,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -50,6 +51,7 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from api.errors import BadRequest, NotFound, StatusError
+from component.health import metrics_handler
 from services.kubelet.channels import (
     CLOSE,
     EXEC_PROTOCOLS,
@@ -351,12 +353,18 @@ async def _stats_summary(request: web.Request) -> web.Response:
 
 
 def make_server_app(
-    lookup: PodLookup, *, middlewares: Sequence[Middleware] = ()
+    lookup: PodLookup,
+    *,
+    middlewares: Sequence[Middleware] = (),
+    metrics: Callable[[], str] | None = None,
 ) -> web.Application:
-    """The server's routes over ``lookup``; ``middlewares`` guard every one (``auth``)."""
+    """The server's routes over ``lookup``; ``middlewares`` guard every one (``auth``);
+    ``metrics`` renders ``/metrics`` (not served without it)."""
     app = web.Application(middlewares=middlewares)
     app[SERVER_LOOKUP] = lookup
     app.router.add_get("/healthz", _healthz)
+    if metrics is not None:
+        app.router.add_get("/metrics", metrics_handler(metrics))
     app.router.add_get("/pods", _pods)
     app.router.add_get("/stats/summary", _stats_summary)
     app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", _container_logs)

@@ -2,9 +2,9 @@
 
 What it owns (``KubeletService``, a ``component.Service``):
 
-* ``start``: the kubelet server (logs, exec, ``/healthz``, ``/pods``) on ``--address:--port``
-  (TLS with authentication and authorization when ``--tls-cert-file`` is given: ``auth.py``)
-  first, so each node can advertise its real port (``--port 0`` picks a free one, named by the
+* ``start``: the kubelet server (logs, exec, ``/healthz``, ``/pods``, ``/metrics``) on
+  ``--address:--port`` (TLS with authentication and authorization when ``--tls-cert-file`` is
+  given: ``auth.py``) first, so each node can advertise its real port (``--port 0`` picks a free one, named by the
   ``kubelite: kubelet server listening on ...`` line); the separate health server on
   ``--healthz-bind-address:--healthz-port`` (127.0.0.1:10248, ``/healthz`` only; -1 turns it
   off); then the runtime(s) and one ``NodeKubelet`` per node (one with ``--runtime process``;
@@ -44,6 +44,7 @@ from component.listen import listen
 from component.tasks import TaskGroup
 from services.kubelet.agent import NodeKubelet
 from services.kubelet.auth import KubeletAuthOptions, make_auth
+from services.kubelet.metrics import KubeletMetrics, MeasuredRuntime
 from services.kubelet.node_status import NodeConfig, host_pressure, host_resources
 from services.kubelet.pod_dns import ClusterDns
 from services.kubelet.runtime.base import Runtime
@@ -112,7 +113,10 @@ class KubeletService:
         # write as many in parallel, or pods wait for their turn between bound and Running
         # (bench: 1,000 pods on 100 sim nodes, bound->Running p50 18 s with 4 writers, 2 s with 64).
         workers = options.status_workers or min(64, max(4, options.nodes))
-        self.status = StatusManager(client=self.client, workers=workers)
+        self.metrics = KubeletMetrics(runtimes=lambda: self.runtimes)
+        self.status = StatusManager(
+            client=self.client, workers=workers, pod_started=self.metrics.pod_start.observe
+        )
         self.nodes: list[NodeKubelet] = []
         self.recorders: list[EventRecorder] = []
         self.runtimes: list[Runtime] = []
@@ -205,7 +209,8 @@ class KubeletService:
         auth = self.options.auth
         middlewares = make_auth(auth, self.client, node_of=self._node_of)
         self._runner = web.AppRunner(
-            make_server_app(self, middlewares=middlewares), shutdown_timeout=1.0
+            make_server_app(self, middlewares=middlewares, metrics=self.metrics.render),
+            shutdown_timeout=1.0,
         )
         await self._runner.setup()
         context = auth.server_ssl_context() if auth.serves_tls else None
@@ -316,7 +321,7 @@ class KubeletService:
                 NodeKubelet(
                     client=self.client,
                     config=config,
-                    runtime=runtime,
+                    runtime=MeasuredRuntime(runtime, self.metrics),
                     status=self.status,
                     recorder=recorder,
                     pressure=pressure,

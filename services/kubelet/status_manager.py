@@ -16,6 +16,9 @@ write that loses a race must be retried from fresh state. So, like the kubelet's
 * ``write_now(pod, status)`` does the same synchronously, for the final status of a terminating
   pod that must land before the kubelet deletes the pod object.
 
+It also reports how long each pod took from being first seen to its first Running status
+(``pod_started``: the kubelet's ``kubelet_pod_start_duration_seconds``).
+
 Not guaranteed: ordering between pods; a status set for a pod whose object was deleted is
 dropped silently.
 """
@@ -25,7 +28,8 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,11 +75,23 @@ class _Desired:
     pod: Obj
     """The newest pod object known (informer or our own write's answer)."""
     status: Obj
+    seen_at: float | None = None
+    """When this kubelet first saw the pod not yet Running (None once it ran, or if it was
+    Running already when first seen)."""
 
 
 class StatusManager:
-    def __init__(self, *, client: ApiClient, workers: int = 4) -> None:
+    def __init__(
+        self,
+        *,
+        client: ApiClient,
+        workers: int = 4,
+        pod_started: Callable[[float], None] = lambda seconds: None,
+    ) -> None:
         self.client = client
+        self.pod_started = pod_started
+        """Called with the seconds from first seeing a pod to its status first turning Running
+        (``kubelet_pod_start_duration_seconds``)."""
         self.rt = _pods()
         self._desired: dict[str, _Desired] = {}
         self._locks: dict[str, asyncio.Lock] = {}
@@ -100,11 +116,17 @@ class StatusManager:
         uid = pod["metadata"]["uid"]
         d = self._desired.get(uid)
         if d is None:
-            self._desired[uid] = _Desired(pod=pod, status=status)
+            running = (pod.get("status") or {}).get("phase") == "Running"
+            d = self._desired[uid] = _Desired(
+                pod=pod, status=status, seen_at=None if running else time.monotonic()
+            )
         else:
             if _rv(pod) >= _rv(d.pod):
                 d.pod = pod
             d.status = status
+        if d.seen_at is not None and status.get("phase") == "Running":
+            self.pod_started(time.monotonic() - d.seen_at)
+            d.seen_at = None
         self.queue.add(uid)
 
     def forget(self, uid: str) -> None:
