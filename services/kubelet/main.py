@@ -278,7 +278,9 @@ def parse_args(argv: Sequence[str]) -> tuple[KubeletOptions, argparse.Namespace]
     if a.runtime != "sim" and a.nodes != 1:
         parser.error("--nodes needs --runtime sim")
     try:
-        client = ClientConfig.from_args(a, default_server=DEFAULT_SERVER)
+        client = ClientConfig.from_args(a, default_server=DEFAULT_SERVER).with_options(
+            user_agent="kubelite-kubelet"
+        )
         auth = _auth_options(a)
     except (KubeconfigError, ValueError) as exc:
         parser.error(str(exc))
