@@ -4,8 +4,8 @@ What it owns (``ProxyService``, a ``component.Service``):
 
 * ``start``: informers on Services and EndpointSlices (slices indexed by the Service they
   name) and the event recorder, in one supervised task group; the health server
-  (``/healthz``, ``/livez``; ``/readyz`` once both informers have synced) on
-  ``--healthz-port`` (10256, kube-proxy's); then the sync task: once both informers have
+  (``/healthz``, ``/livez``; ``/readyz`` once both informers have synced; ``/metrics``,
+  kube-proxy's names, ``metrics.py``) on ``--healthz-port`` (10256, kube-proxy's); then the sync task: once both informers have
   listed, every Service's routes are applied, and from then on each informer event
   recomputes the routes of the one Service it touches (``service_table.service_routes``) and
   hands them to the ``forwarding.Forwarder`` — in the handler itself, so a new connection
@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +45,7 @@ from component.health import HealthServer, text_response
 from component.tasks import TaskGroup
 from services.proxy.balancer import Mode
 from services.proxy.forwarding import Forwarder
+from services.proxy.metrics import ProxyMetrics
 from services.proxy.service_table import (
     Frontend,
     NodeIdentity,
@@ -111,6 +113,8 @@ class ProxyService:
         self.health = HealthServer(component="proxy", address=options.health)
         self.health.add_ok("/healthz", "/livez")
         self.health.add("/readyz", self._readyz)
+        self.metrics = ProxyMetrics()
+        self.health.add_metrics("/metrics", self.metrics.render)
         self.tasks = TaskGroup("proxy", logger=log)
 
     async def _readyz(self, request: web.Request) -> web.Response:
@@ -121,19 +125,23 @@ class ProxyService:
     # -- informer events -> the forwarding table -------------------------------------------
 
     def _service_changed(self, service: Obj) -> None:
+        self.metrics.service_changes.inc()
         self._sync(object_key(service))
 
     def _slice_changed(self, endpoint_slice: Obj) -> None:
+        self.metrics.endpoint_changes.inc()
         for key in slice_service_key(endpoint_slice):
             self._sync(key)
 
     def _slice_moved(self, old: Obj, new: Obj) -> None:
+        self.metrics.endpoint_changes.inc()
         for key in {*slice_service_key(old), *slice_service_key(new)}:
             self._sync(key)
 
     def _sync(self, key: str) -> None:
         if not self.synced:
             return  # the first full sync comes once both informers have listed
+        started = time.perf_counter()
         service = self.services.get(key)
         routes = (
             service_routes(service, self.slices.by_index(SERVICE_INDEX, key), self.options.node)
@@ -141,6 +149,7 @@ class ProxyService:
             else {}
         )
         self.forwarder.set_service(key, routes)
+        self.metrics.synced(started)
         if self.forwarder.failed:
             self.retry.set()
 
