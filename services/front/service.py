@@ -15,8 +15,12 @@ What it owns (``FrontService``, a ``component.Service``):
 * one checker task per backend: ``GET /readyz`` every ``check_interval``; a 200 marks it up,
   anything else (or no answer within ``CHECK_TIMEOUT``) marks it down; the state changes are
   logged;
-* the health server (``/healthz``, ``/livez``; ``/readyz`` while at least one backend is up)
-  on ``--healthz-port`` (10258).
+* the health server (``/healthz``, ``/livez``; ``/readyz`` while at least one backend is up;
+  ``/metrics``) on ``--healthz-port`` (10258). The metrics take the names of HAProxy's
+  Prometheus exporter, the tool this stands in for: ``haproxy_frontend_connections_total
+  {frontend}``, ``haproxy_server_connections_total{backend,server}`` (connections relayed to
+  each apiserver) and ``haproxy_server_up{backend,server}``, with ``frontend="front"`` and
+  ``backend="apiservers"``.
 
 What it does not guarantee: a connection already relayed to an apiserver that dies is cut
 (the client reconnects, and lands on a live one); a watch is such a connection. Backends are
@@ -39,6 +43,7 @@ from aiohttp import web
 from component.errors import CannotListen
 from component.flags import BindAddress
 from component.health import HealthServer, text_response
+from component.metrics import Metrics
 from component.ready import announce_listening
 from component.tasks import TaskGroup
 
@@ -48,6 +53,8 @@ log = logging.getLogger("kubelite.front")
 
 HEALTH_PORT = 10258
 """The front's health port (the apiserver's neighbours use 10256, 10257 and 10259)."""
+BACKEND = "apiservers"
+"""The ``backend`` label of the front's metrics."""
 CONNECT_TIMEOUT = 2.0
 """Seconds a backend gets to accept a relayed connection before the next one is tried."""
 CHECK_TIMEOUT = 2.0
@@ -106,6 +113,24 @@ class FrontService:
         self._tasks = TaskGroup("front", logger=log)
         self._health = HealthServer(component="front", address=options.health)
         self._session: aiohttp.ClientSession | None = None
+        self.metrics = Metrics()
+        self._accepted = self.metrics.counter(
+            "haproxy_frontend_connections_total", "Total number of connections.", ("frontend",)
+        )
+        self._relayed = self.metrics.counter(
+            "haproxy_server_connections_total",
+            "Total number of connections relayed to a server.",
+            ("backend", "server"),
+        )
+        self.metrics.gauges(
+            "haproxy_server_up",
+            "Current health status of the server (1 = UP, 0 = DOWN).",
+            ("backend", "server"),
+            lambda: [
+                ((BACKEND, str(b)), 1.0 if b in self.backends.up else 0.0)
+                for b in self.backends.all
+            ],
+        )
 
     async def start(self) -> None:
         listen = self.options.listen
@@ -135,6 +160,7 @@ class FrontService:
             self._tasks.start(f"check-{backend}", self._check_forever(backend))
         self._health.add_ok("/healthz", "/livez")
         self._health.add("/readyz", self._readyz)
+        self._health.add_metrics("/metrics", self.metrics.render)
         await self._health.start()
 
     async def wait(self) -> int | None:
@@ -168,6 +194,7 @@ class FrontService:
             await asyncio.sleep(self.options.check_interval)
 
     async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._accepted.labels("front").inc()
         try:
             upstream = await self._connect()
             if upstream is None:
@@ -186,9 +213,11 @@ class FrontService:
     async def _connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
         for backend in self.backends.in_turn():
             try:
-                return await asyncio.wait_for(
+                connection = await asyncio.wait_for(
                     asyncio.open_connection(backend.host, backend.port), CONNECT_TIMEOUT
                 )
+                self._relayed.labels(BACKEND, str(backend)).inc()
+                return connection
             except (OSError, TimeoutError) as exc:
                 self.backends.mark(backend, up=False, why=f"connect: {exc or type(exc).__name__}")
         return None
