@@ -18,7 +18,8 @@ Dynamic admission comes last, as in Kubernetes' plugin order: ``mutate_dynamical
 mutating webhooks, ``webhooks``) after the built-in mutations and defaults, and
 ``validate_dynamically`` (the validating webhooks, then the ValidatingAdmissionPolicies,
 ``validating_policy``) after schema validation, just before the write; a DELETE goes through
-both (``admit_delete_dynamically``), the mutating webhooks seeing no object to change.
+both (``admit_delete_dynamically``), the mutating webhooks seeing no object to change, and so
+does a CONNECT to ``exec`` or ``portforward`` (``admit_connect``), its options as the object.
 
 Limits: the namespace is looked up in the namespaces watch cache, falling back to the store,
 so a namespace created a moment ago is found; a namespace deleted concurrently with a create
@@ -36,10 +37,12 @@ from api.registry import ResourceType
 from api.storage import is_default_class
 from services.apiserver import validating_policy, webhooks
 from services.apiserver.context import ApiContext
+from services.apiserver.priority_admission import admit_priority
 from services.apiserver.serviceaccount_admission import admit_pod
 from services.apiserver.webhooks import Attributes
 
 __all__ = [
+    "admit_connect",
     "admit_create",
     "admit_delete",
     "admit_delete_dynamically",
@@ -73,8 +76,11 @@ async def admit_create(
     obj: dict[str, Any] | None = None,
 ) -> None:
     """Refuse a create into a missing or terminating namespace; give a new claim (``obj``,
-    changed in place) the default storage class, and a new pod its service account."""
+    changed in place) the default storage class, and a new pod its service account and its
+    priority (``priority_admission``, which also keeps PriorityClasses to one default)."""
     if not rt.namespaced or namespace is None:
+        if obj is not None:
+            await admit_priority(ctx, rt, obj, name=name)
         return
     if obj is not None and rt.group == "" and rt.kind == "PersistentVolumeClaim":
         await _default_storage_class(ctx, obj)
@@ -94,6 +100,7 @@ async def admit_create(
         )
     if obj is not None and rt.group == "" and rt.kind == "Pod":
         await admit_pod(ctx, obj, namespace=namespace)
+        await admit_priority(ctx, rt, obj, name=name)
 
 
 async def _default_storage_class(ctx: ApiContext, claim: dict[str, Any]) -> None:
@@ -134,6 +141,16 @@ async def validate_dynamically(
     """Refuse what a validating webhook or a ValidatingAdmissionPolicy refuses."""
     await webhooks.validate(request, attrs, obj, old)
     await validating_policy.validate(request, attrs, obj, old)
+
+
+async def admit_connect(request: web.Request, attrs: Attributes, options: Obj) -> Obj:
+    """A CONNECT (exec, port-forward) through the mutating webhooks, then the validating
+    webhooks and policies, with the subresource's options (``PodExecOptions``...) as the object,
+    as Kubernetes' ``ConnectResource`` admits it. Returns the options as the webhooks left them:
+    the connection is made with those."""
+    options = await webhooks.mutate(request, attrs, options, None)
+    await validate_dynamically(request, attrs, options, old=None)
+    return options
 
 
 async def admit_delete_dynamically(request: web.Request, attrs: Attributes, *, old: Obj) -> None:

@@ -65,9 +65,13 @@ from yarl import URL
 
 from api.addresses import PREFERRED_ADDRESS_TYPES, dialable_address
 from api.errors import BadRequest, Forbidden, InternalError, NotFound, ServiceUnavailable
+from services.apiserver.admission import admit_connect
 from services.apiserver.context import CONTEXT, ServerOptions
+from services.apiserver.identity import request_user
+from services.apiserver.query import parse_bool
 from services.apiserver.raw_upgrade import RawUpgrade
 from services.apiserver.service_proxy import setup_service_proxy
+from services.apiserver.webhooks import Attributes
 
 __all__ = ["kubelet_ssl_context", "kubelet_url", "setup_proxy"]
 
@@ -245,16 +249,44 @@ async def _pod_log(request: web.Request) -> web.StreamResponse:
         return response
 
 
+async def _connect_admitted(request: web.Request, subresource: str, options: Obj) -> Obj:
+    """``options`` as CONNECT admission leaves them (``admission.admit_connect``)."""
+    ctx = request.app[CONTEXT]
+    attrs = Attributes(
+        rt=ctx.resource("", "pods"),
+        operation="CONNECT",
+        namespace=request.match_info["namespace"],
+        name=request.match_info["name"],
+        user=request_user(request),
+        subresource=subresource,
+    )
+    return await admit_connect(request, attrs, options)
+
+
+def _exec_options(request: web.Request) -> Obj:
+    """The request's ``PodExecOptions`` (false flags and an empty container left out, as Go
+    encodes them)."""
+    options: Obj = {"kind": "PodExecOptions", "apiVersion": "v1"}
+    for flag in EXEC_FLAGS:
+        if parse_bool(request.query.get(flag), name=flag):
+            options[flag] = True
+    if request.query.get("container"):
+        options["container"] = request.query["container"]
+    options["command"] = request.query.getall("command", [])
+    return options
+
+
 async def _pod_exec(request: web.Request) -> web.StreamResponse:
     namespace, name = request.match_info["namespace"], request.match_info["name"]
     pod = await _get(request, "pods", namespace, name)
-    container = _container(pod, request.query.get("container"))
+    options = await _connect_admitted(request, "exec", _exec_options(request))
+    container = _container(pod, options.get("container"))
     phase = (pod.get("status") or {}).get("phase")
     if phase in ("Succeeded", "Failed"):
         raise BadRequest(
             f"cannot exec into a container in a completed pod; current phase is {phase}"
         )
-    if not request.query.getall("command", []):
+    if not options.get("command"):
         raise BadRequest("you must specify at least 1 command")
     if request.headers.get("Upgrade", "").lower() != "websocket":
         raise BadRequest(
@@ -264,8 +296,8 @@ async def _pod_exec(request: web.Request) -> web.StreamResponse:
     base = await _kubelet_base(request, pod)
     if base is None:
         raise BadRequest(f"pod {name} does not have a host assigned")
-    params: list[tuple[str, str]] = [("command", c) for c in request.query.getall("command")]
-    params += [(k, request.query[k]) for k in EXEC_FLAGS if k in request.query]
+    params: list[tuple[str, str]] = [("command", str(c)) for c in options["command"]]
+    params += [(k, "true") for k in EXEC_FLAGS if options.get(k)]
     url = base.with_path(_kubelet_path("exec", namespace, name, container), encoded=True)
     return await _relay_websocket(request, url, params, label=f"exec {namespace}/{name}")
 
@@ -309,6 +341,10 @@ async def _relay_websocket(
 async def _pod_portforward(request: web.Request) -> web.StreamResponse:
     namespace, name = request.match_info["namespace"], request.match_info["name"]
     pod = await _get(request, "pods", namespace, name)
+    asked = _forward_ports(request)
+    options: Obj = {"kind": "PodPortForwardOptions", "apiVersion": "v1"}
+    options.update({"ports": asked} if asked else {})
+    ports = (await _connect_admitted(request, "portforward", options)).get("ports") or []
     base = await _kubelet_base(request, pod)
     if base is None:
         raise BadRequest(f"pod {name} does not have a host assigned")
@@ -317,7 +353,9 @@ async def _pod_portforward(request: web.Request) -> web.StreamResponse:
     if upgrade == "websocket":
         offered = request.headers.get("Sec-WebSocket-Protocol", "")
         tunnel = SPDY_TUNNEL_PROTOCOL in (p.strip() for p in offered.split(","))
-        params = [] if tunnel else [("port", str(port)) for port in _forward_ports(request)]
+        if not tunnel and not ports:
+            raise BadRequest('query parameter "ports" is required')
+        params = [] if tunnel else [("port", str(port)) for port in ports]
         return await _relay_websocket(
             request, url, params, label=f"port-forward {namespace}/{name}"
         )
@@ -327,15 +365,14 @@ async def _pod_portforward(request: web.Request) -> web.StreamResponse:
 
 
 def _forward_ports(request: web.Request) -> list[int]:
-    """``ports`` (repeated or comma-separated), as ``PodPortForwardOptions`` reads them."""
+    """``ports`` (repeated or comma-separated), as ``PodPortForwardOptions`` reads them (none
+    for a tunnel, whose ports travel inside it)."""
     ports: list[int] = []
     for value in request.query.getall("ports", []):
         for part in value.split(","):
             if not part.strip().isdigit() or not 0 < int(part) < 65536:
                 raise BadRequest(f'unable to parse "{part}" as a port: must be 1-65535')
             ports.append(int(part))
-    if not ports:
-        raise BadRequest('query parameter "ports" is required')
     return ports
 
 

@@ -30,6 +30,9 @@ on its answer. This module does the same for every kind, built-in and custom:
   ``object`` null, ``oldObject`` the stored object; a mutating webhook may refuse it, and one
   that answers a non-empty patch fails it (500 ``admission webhook "x" attempted to modify the
   object, which is not supported for this operation``).
+* **CONNECT** to ``pods/exec`` and ``pods/portforward`` goes through both with the request's
+  ``PodExecOptions`` / ``PodPortForwardOptions`` as the object (``admission.admit_connect``);
+  the connection is made with the options as the mutating webhooks left them.
 * A refusal is Kubernetes' ``admission webhook "x" denied the request: <message>`` with the
   webhook's ``status.code`` (400 when it gave none or less) and ``status.reason``; a webhook
   that cannot be called, times out or answers nonsense refuses with 500 ``failed calling
@@ -39,8 +42,8 @@ on its answer. This module does the same for every kind, built-in and custom:
 
 Limits: ``matchPolicy: Equivalent`` has nothing to convert (kubelite serves one version of each
 built-in kind, and a custom kind's other versions are not translated); matchConditions have no
-``authorizer`` variable; the ``CONNECT`` operation (exec, attach, port-forward, proxy) does not
-call webhooks; the mutation and patch audit annotations Kubernetes adds are not written.
+``authorizer`` variable; a CONNECT to the ``proxy`` subresources does not call webhooks (kubelite
+serves no ``attach``); the mutation and patch audit annotations Kubernetes adds are not written.
 """
 
 from __future__ import annotations

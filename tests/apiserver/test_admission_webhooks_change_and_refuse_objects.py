@@ -7,8 +7,9 @@ shows the webhook at work (that is the server's own state, not a sleep).
 
 Also pinned: ``matchConditions`` (a false one skips the webhook; one that cannot be evaluated
 refuses under Fail with Kubernetes' 403 and skips under Ignore), a DELETE through a mutating
-webhook (``object`` null; it may refuse, a patch is a 500), and a webhook's
-``auditAnnotations`` in the audit log as ``<webhook>/<key>``.
+webhook (``object`` null; it may refuse, a patch is a 500), exec and port-forward admitted as
+CONNECT with their options as the object, a webhook's ``auditAnnotations`` in the audit log as
+``<webhook>/<key>``, and matchConditions validated when written.
 """
 
 from __future__ import annotations
@@ -551,3 +552,76 @@ async def test_webhook_audit_annotations_reach_the_audit_log(
 
     event = await apoll_until(completed, what="the create's audit event")
     assert event["annotations"]["noted.example.com/verdict"] == "fine:audited"
+
+
+async def test_exec_and_port_forward_are_admitted_as_connect(api: Api, webhooks: Webhooks) -> None:
+    await api.create_pod("shell")
+    connect = [
+        {
+            "operations": ["CONNECT"],
+            "apiGroups": [""],
+            "apiVersions": ["v1"],
+            "resources": ["pods/exec", "pods/portforward"],
+        }
+    ]
+
+    def rename(request: Obj) -> Obj:
+        if request["subResource"] != "exec":
+            return allow(request)
+        return patch(request, [{"op": "add", "path": "/container", "value": "renamed"}])
+
+    def refuse_rm(request: Obj) -> Obj:
+        if "rm" in request["object"].get("command", []) or request["object"].get("ports"):
+            return {"uid": request["uid"], "allowed": False, "status": {"message": "not that"}}
+        return allow(request)
+
+    renamer = webhooks.hook("renamer", rename, rules=connect)
+    guard = webhooks.hook("connect-guard", refuse_rm, rules=connect)
+    await api.ok("POST", MWC, configuration("MutatingWebhookConfiguration", "renamer", renamer))
+    await api.ok("POST", VWC, configuration("ValidatingWebhookConfiguration", "guard", guard))
+    pod = "/api/v1/namespaces/default/pods/shell"
+    upgrade = {"Upgrade": "websocket", "Connection": "Upgrade"}
+
+    async def exec_(*command: str) -> tuple[int, Obj]:
+        query = [("command", c) for c in command] + [("stdout", "true")]
+        async with api.client.get(f"{pod}/exec", params=query, headers=upgrade) as resp:
+            return resp.status, await resp.json()
+
+    async def refused() -> bool:
+        return (await exec_("rm", "-rf", "/"))[0] == 400
+
+    await apoll_until(refused, what="the CONNECT webhooks to take effect")
+    status, out = await exec_("rm", "-rf", "/")
+    assert (
+        out["message"]
+        == 'admission webhook "connect-guard.example.com" denied the request: not that'
+    )
+    review = webhooks.reviews["connect-guard"][-1]
+    assert (review["operation"], review["subResource"], review["kind"]["kind"]) == (
+        "CONNECT",
+        "exec",
+        "PodExecOptions",
+    )
+    assert review["object"] == {
+        "kind": "PodExecOptions",
+        "apiVersion": "v1",
+        "stdout": True,
+        "container": "renamed",  # the mutating webhook's answer, seen by the validating one
+        "command": ["rm", "-rf", "/"],
+    }
+    assert review["oldObject"] is None and "options" not in review
+    # the exec is made with the options as the webhooks left them
+    status, out = await exec_("ls")
+    assert (status, out["message"]) == (400, "container renamed is not valid for pod shell")
+
+    async with api.client.get(
+        f"{pod}/portforward", params={"ports": "8080"}, headers=upgrade
+    ) as resp:
+        assert resp.status == 400
+    review = webhooks.reviews["connect-guard"][-1]
+    assert review["subResource"] == "portforward"
+    assert review["object"] == {
+        "kind": "PodPortForwardOptions",
+        "apiVersion": "v1",
+        "ports": [8080],
+    }
