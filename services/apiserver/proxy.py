@@ -30,6 +30,10 @@ address is a 503 ``no preferred addresses found``.
   over) — the reverse of Kubernetes, whose apiserver turns the WebSocket tunnel into SPDY for
   the kubelet; here the kubelet needs only WebSocket.
 
+Admission: exec and port-forward pass ``admission.admit_connect`` (webhooks and policies for
+the ``CONNECT`` operation, their options as the object) before the kubelet is dialled, and
+connect with the options as admission left them.
+
 Wiring: ``setup_proxy(app)`` registers the routes (before ``setup_rest``, whose catch-all route
 would take them otherwise) and owns one client session through ``cleanup_ctx``; it also
 registers ``service_proxy``'s routes (``services/{name}/proxy``, ``pods/{name}/proxy``).
