@@ -10,8 +10,8 @@ and ``preemptionPolicy`` never change. The strategy sets ``generation`` 1 and ne
 ``SYSTEM_PRIORITY_CLASSES`` are the classes the apiserver creates at start, as Kubernetes'
 scheduling post-start hook does.
 
-Not here: the Priority admission plugin (resolving a pod's ``priorityClassName`` into
-``spec.priority``, and refusing a second ``globalDefault`` class) — it needs other objects.
+Not here: the Priority admission plugin (a pod's ``priorityClassName`` into ``spec.priority``,
+one ``globalDefault`` class) — it reads other objects: ``services/apiserver/priority_admission.py``.
 """
 
 from __future__ import annotations
