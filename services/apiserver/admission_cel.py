@@ -7,8 +7,9 @@ and ``webhook/matchconditions/matcher.go``); this module is kubelite's, with ``c
 (cel-python):
 
 * ``activation``: the variables an expression sees — ``object``, ``oldObject`` (null on create;
-  ``object`` null on delete), ``request`` (the AdmissionReview request's attributes), and for
-  policies ``params``, ``namespaceObject`` and ``variables``;
+  ``object`` null on delete), ``request`` (the AdmissionReview request's attributes),
+  ``authorizer`` (``cel_authorizer``'s library), and for policies ``params``,
+  ``namespaceObject`` and ``variables``;
 * ``with_variables``: a policy's ``spec.variables`` composited in order under ``variables.<name>``,
   each seeing the ones before it; one that fails to evaluate fails only the expressions that
   use it (CEL's error values), as Kubernetes' lazily evaluated variables do;
@@ -24,7 +25,7 @@ and ``webhook/matchconditions/matcher.go``); this module is kubelite's, with ``c
   expressions and audit annotation values that do not compile (422 causes worded as
   Kubernetes', ``compilation failed: ERROR: <input>:1:8: Syntax error ...``).
 
-Limits: no ``authorizer`` variable (nor ``authorizer.requestResource``); expressions are
+Limits: expressions are
 parsed, not type-checked, when written (a condition that yields a non-bool, or names a field
 that is not there, is an error when evaluated); no cost budget; cel-python's evaluation error
 texts (``<why>``) are not cel-go's.
@@ -47,6 +48,7 @@ from api.errors import Cause
 from api.names import is_qualified_name
 from api.validation import duplicate, invalid, required
 from api.validation_rules import syntax_error
+from services.apiserver.cel_authorizer import FUNCTIONS, AuthorizerValue
 
 __all__ = [
     "ExpressionFailed",
@@ -74,7 +76,7 @@ class ExpressionFailed(Exception):
 @functools.lru_cache(maxsize=1024)
 def _program(expression: str) -> celpy.Runner:
     try:
-        return _ENVIRONMENT.program(_ENVIRONMENT.compile(expression))
+        return _ENVIRONMENT.program(_ENVIRONMENT.compile(expression), functions=FUNCTIONS)
     except CELParseError as exc:
         raise ExpressionFailed(_compile_failure(expression, exc)) from exc
 
@@ -115,12 +117,21 @@ def evaluate(expression: str, bound: Activation) -> Any:
     return result
 
 
-def activation(*, obj: Obj | None, old: Obj | None, request: Obj, **more: Obj | None) -> Activation:
-    """The variables of an admission expression: ``object``, ``oldObject``, ``request`` and, by
-    keyword, ``params`` and ``namespaceObject``."""
+def activation(
+    *,
+    obj: Obj | None,
+    old: Obj | None,
+    request: Obj,
+    authorizer: AuthorizerValue,
+    **more: Obj | None,
+) -> Activation:
+    """The variables of an admission expression: ``object``, ``oldObject``, ``request``,
+    ``authorizer`` and, by keyword, ``params`` and ``namespaceObject``."""
     plain: dict[str, Any] = {"object": obj, "oldObject": old, "request": request, **more}
     plain.setdefault("params", None)
-    return {name: json_to_cel(value) for name, value in plain.items()}
+    bound = {name: json_to_cel(value) for name, value in plain.items()}
+    bound["authorizer"] = authorizer
+    return bound
 
 
 def with_variables(bound: Activation, variables: Iterable[Mapping[str, Any]]) -> Activation:

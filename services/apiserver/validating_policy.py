@@ -15,8 +15,8 @@ the validating webhooks:
   ``parameterNotFoundAction: Deny`` and a pass under ``Allow``;
 * expressions see ``object``, ``oldObject`` (null on create, and ``object`` null on delete),
   ``request`` (the AdmissionReview request's attributes), ``params``, ``namespaceObject`` (the
-  namespace of a namespaced write) and ``variables.<name>`` (``spec.variables``, composited in
-  order);
+  namespace of a namespaced write), ``authorizer`` (``cel_authorizer``: what the requester may
+  do) and ``variables.<name>`` (``spec.variables``, composited in order);
 * ``matchConditions``: any ``false`` skips the policy for that binding and params; one that
   fails to evaluate skips it under ``failurePolicy: Ignore`` and fails it under ``Fail``;
 * each of ``validations``: ``false`` fails with ``message``, else ``messageExpression``'s
@@ -39,8 +39,8 @@ A policy whose expressions do not parse is refused when written (``admission_cel
 ``configuration_problems``).
 
 Limits: expressions are parsed, not type-checked, when the policy is written
-(``status.typeChecking`` stays empty; a field the object lacks shows when evaluated); no
-``authorizer`` variable; CEL cost limits are not enforced.
+(``status.typeChecking`` stays empty; a field the object lacks shows when evaluated); CEL cost
+limits are not enforced.
 """
 
 from __future__ import annotations
@@ -67,6 +67,7 @@ from services.apiserver.audit import annotate
 from services.apiserver.context import CONTEXT, ApiContext
 from services.apiserver.webhooks import (
     Attributes,
+    cel_authorizer,
     configurations,
     is_exempt,
     matches,
@@ -284,6 +285,7 @@ async def validate(
     labels = await namespace_labels(ctx, attrs, obj, old)
     namespace = await namespace_object(ctx, attrs)
     review = review_request(attrs, None, None)
+    authorizer = cel_authorizer(request, attrs)
     outcome = Outcome()
     for bound in bindings:
         constraints = bound.spec.get("matchConstraints") or {}
@@ -300,7 +302,12 @@ async def validate(
             continue
         for params in await _params(ctx, bound, attrs) or ():
             bound_vars = activation(
-                obj=obj, old=old, request=review, params=params, namespaceObject=namespace
+                obj=obj,
+                old=old,
+                request=review,
+                authorizer=authorizer,
+                params=params,
+                namespaceObject=namespace,
             )
             _check(
                 request,

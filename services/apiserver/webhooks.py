@@ -12,7 +12,8 @@ on its answer. This module does the same for every kind, built-in and custom:
   other cluster-scoped objects always match) and ``objectSelector`` (the object's or the old
   object's labels). The admission kinds themselves are exempt, as in Kubernetes, so a broken
   webhook can always be removed.
-* **matchConditions** (CEL over ``object``, ``oldObject`` and ``request``; ``admission_cel``),
+* **matchConditions** (CEL over ``object``, ``oldObject``, ``request`` and ``authorizer``;
+  ``admission_cel``),
   evaluated just before each call: any ``false`` skips the webhook; one that fails to evaluate
   skips it under ``failurePolicy: Ignore`` and refuses the request under ``Fail`` with 403
   ``<resource> "<name>" is forbidden: expression '<e>' resulted in error: <why>``.
@@ -41,9 +42,9 @@ on its answer. This module does the same for every kind, built-in and custom:
   annotations as ``<webhook name>/<key>``.
 
 Limits: ``matchPolicy: Equivalent`` has nothing to convert (kubelite serves one version of each
-built-in kind, and a custom kind's other versions are not translated); matchConditions have no
-``authorizer`` variable; a CONNECT to the ``proxy`` subresources does not call webhooks (kubelite
-serves no ``attach``); the mutation and patch audit annotations Kubernetes adds are not written.
+built-in kind, and a custom kind's other versions are not translated); a CONNECT to the
+``proxy`` subresources does not call webhooks (kubelite serves no ``attach``); the mutation and
+patch audit annotations Kubernetes adds are not written.
 """
 
 from __future__ import annotations
@@ -71,8 +72,10 @@ from api.registry import ResourceType
 from api.selectors import label_selector_from_dict
 from services.apiserver.admission_cel import activation, match
 from services.apiserver.audit import annotate
+from services.apiserver.authorization import AUTHORIZER
+from services.apiserver.cel_authorizer import AuthorizerValue, authorizer_value
 from services.apiserver.context import CONTEXT, ApiContext
-from services.apiserver.identity import UserInfo
+from services.apiserver.identity import RequestAttributes, UserInfo
 from services.apiserver.predicate import Predicate
 
 __all__ = [
@@ -81,6 +84,7 @@ __all__ = [
     "Attributes",
     "WebhookClient",
     "add_admission_warnings",
+    "cel_authorizer",
     "configurations",
     "denial",
     "is_exempt",
@@ -507,13 +511,37 @@ def warn(request: web.Request, warnings: Iterable[Any]) -> None:
         request.setdefault(ADMISSION_WARNINGS, []).extend(texts)
 
 
-def _conditions_hold(hook: Hook, attrs: Attributes, obj: Obj | None, old: Obj | None) -> bool:
+def cel_authorizer(request: web.Request, attrs: Attributes) -> AuthorizerValue:
+    """The ``authorizer`` variable of this write's admission expressions."""
+    rt = attrs.rt
+    asked = RequestAttributes(
+        user=attrs.user,
+        verb="",
+        resource_request=True,
+        api_group=rt.group,
+        api_version=rt.version,
+        resource=rt.plural,
+        subresource=attrs.subresource,
+        namespace=attrs.namespace or "",
+        name=attrs.name,
+    )
+    return authorizer_value(user=attrs.user, chain=request.app[AUTHORIZER], request=asked)
+
+
+def _conditions_hold(
+    request: web.Request, hook: Hook, attrs: Attributes, obj: Obj | None, old: Obj | None
+) -> bool:
     """Whether the webhook's ``matchConditions`` let it be called; a condition that fails to
     evaluate under ``failurePolicy: Fail`` refuses the request (403, as Kubernetes)."""
     conditions = hook.spec.get("matchConditions")
     if not conditions:
         return True
-    bound = activation(obj=obj, old=old, request=review_request(attrs, obj, old))
+    bound = activation(
+        obj=obj,
+        old=old,
+        request=review_request(attrs, obj, old),
+        authorizer=cel_authorizer(request, attrs),
+    )
     decided = match(conditions, bound, fail=not hook.ignores_failure)
     if decided.error is not None:
         log.warning("match conditions of webhook %s failed, failing closed", hook.name)
@@ -560,7 +588,7 @@ async def mutate(request: web.Request, attrs: Attributes, obj: Obj, old: Obj | N
     called: list[tuple[Hook, int]] = []
     """Each webhook called, with how many changes the object had had when it answered."""
     for hook in hooks:
-        if not _conditions_hold(hook, attrs, obj, old):
+        if not _conditions_hold(request, hook, attrs, obj, old):
             continue
         response = await _ask(request, hook, attrs, obj, old)
         if response is not None and response.get("patch"):
@@ -571,7 +599,7 @@ async def mutate(request: web.Request, attrs: Attributes, obj: Obj, old: Obj | N
     # reinvocationPolicy IfNeeded: once more if a later webhook changed the object
     for hook, changes_seen in called:
         reinvoke = hook.spec.get("reinvocationPolicy") == "IfNeeded" and changes > changes_seen
-        if reinvoke and _conditions_hold(hook, attrs, obj, old):
+        if reinvoke and _conditions_hold(request, hook, attrs, obj, old):
             response = await _ask(request, hook, attrs, obj, old)
             if response is not None and response.get("patch"):
                 obj = _apply(hook, obj, response)
@@ -584,7 +612,7 @@ async def mutate_delete(request: web.Request, attrs: Attributes, old: Obj) -> No
     fails the request (there is no object to change)."""
     ctx = request.app[CONTEXT]
     for hook in await _applicable(ctx, "mutatingwebhookconfigurations", attrs, None, old):
-        if not _conditions_hold(hook, attrs, None, old):
+        if not _conditions_hold(request, hook, attrs, None, old):
             continue
         response = await _ask(request, hook, attrs, None, old)
         if response is not None and _patch_ops(hook, response):
@@ -622,7 +650,7 @@ async def validate(
     hooks = await _applicable(ctx, "validatingwebhookconfigurations", attrs, obj, old)
     if not hooks:
         return
-    called = [h for h in hooks if _conditions_hold(h, attrs, obj, old)]
+    called = [h for h in hooks if _conditions_hold(request, h, attrs, obj, old)]
     results = await asyncio.gather(
         *(_ask(request, h, attrs, obj, old) for h in called), return_exceptions=True
     )

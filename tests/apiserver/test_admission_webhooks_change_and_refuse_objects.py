@@ -433,6 +433,10 @@ async def test_match_conditions_choose_which_webhooks_are_called(
             "expression": "has(object.metadata.labels) && object.metadata.labels['hooked'] == 'yes'",
         },
         {"name": "not-by-nobody", "expression": "request.userInfo.username != 'nobody'"},
+        {
+            "name": "may-create",
+            "expression": "authorizer.requestResource.check('create').allowed()",
+        },
     ]
     stamp = webhooks.hook(
         "stamp",

@@ -299,3 +299,49 @@ async def test_audit_action_and_audit_annotations_reach_the_audit_log(
     ]
     assert annotations["audited/keys"] == "2"
     assert "audited/absent" not in annotations
+
+
+async def test_the_authorizer_answers_what_users_may_do(api: Api) -> None:
+    nobody = "authorizer.serviceAccount('default', 'nobody').group('').resource('configmaps')"
+    checked = policy(
+        "checked",
+        {
+            # the insecure port's user is in system:masters: it may do anything
+            "expression": "authorizer.requestResource.check('create').allowed() && "
+            "authorizer.path('/healthz').check('get').allowed()",
+            "message": "the requester may not create",
+        },
+        {
+            "expression": f"{nobody}.namespace('default').check('delete').allowed()",
+            "messageExpression": (
+                f"'nobody may not delete' + ({nobody}.check('delete').errored() ? ': error' : '')"
+            ),
+        },
+    )
+    await api.ok("POST", VAP, checked)
+    await api.ok("POST", VAPB, binding("checked", "checked", "Deny"))
+    await until(api, configmap("x"), 422)
+    status, out = await api.post(CM, configmap("x"))
+    assert (status, out["message"]) == (
+        422,
+        "ValidatingAdmissionPolicy 'checked' with binding 'checked' denied request: "
+        "nobody may not delete",
+    )
+    # once a binding lets the service account delete configmaps, the policy admits
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": {"name": "deleter"},
+        "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["delete"]}],
+    }
+    bound = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": "nobody-deletes"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "deleter"},
+        "subjects": [{"kind": "ServiceAccount", "name": "nobody", "namespace": "default"}],
+    }
+    rbac = "/apis/rbac.authorization.k8s.io/v1/namespaces/default"
+    await api.ok("POST", f"{rbac}/roles", role)
+    await api.ok("POST", f"{rbac}/rolebindings", bound)
+    await until(api, configmap("x"), 201)
