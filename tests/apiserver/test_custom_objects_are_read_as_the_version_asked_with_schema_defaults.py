@@ -1,12 +1,11 @@
 """A custom object is read as the version asked for, with its schema's defaults, on every path.
 
 Against a real apiserver process with the official ``kubernetes`` client: a CRD stored as ``v1``
-and also served as ``v1beta1`` (conversion ``None``) answers GET, LIST and WATCH (from a
+and also served as ``v1beta1`` (conversion ``None``) answers GET, LIST, WATCH (from a
 resourceVersion, and from the current state) and DELETE on ``v1beta1`` with objects saying
-``v1beta1``.
-Then a default is added to the schema: an object stored before it gets the default on GET,
-LIST and WATCH although nothing rewrote it (its resourceVersion is unchanged) — Kubernetes
-defaults when it reads from storage, not only when it writes.
+``v1beta1``. Then a default is added to the schema: an object stored before it gets the default
+on GET, LIST and WATCH although nothing rewrote it (its resourceVersion is unchanged) —
+Kubernetes defaults when it reads from storage, not only when it writes.
 """
 
 from __future__ import annotations
