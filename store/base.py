@@ -25,12 +25,23 @@ Keys are ``/``-separated strings; a prefix used for listing or watching should e
 
 A write may carry a ``ttl`` (Events do): a backend with leases (etcd) deletes the key once it
 expires; the others ignore it, and nothing may rely on it happening.
+
+**Progress notifications.** A watch may be given ``on_progress``: a backend that learns that
+every event under the prefix up to revision R has been yielded (etcd's progress notifications)
+calls ``on_progress(R)`` between two events, in stream order, so the consumer has applied all of
+them by then. It is what lets a cache that only sees its own prefix know it is current although
+the latest writes were elsewhere (the apiserver's watch cache serves consistent lists so).
+Backends may never call it (memory and SQLite do not): it is a hint to speed reads up, never
+needed for correctness.
+
+Revisions: etcd's count every write to the etcd cluster, so a store need not start at 0 and
+two stores on one etcd share one sequence; memory and SQLite start at 0.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -240,18 +251,26 @@ class Store(Protocol):
         """
         ...
 
-    def watch(self, prefix: str, *, after_revision: int) -> AsyncIterator[Event]:
+    def watch(
+        self,
+        prefix: str,
+        *,
+        after_revision: int,
+        on_progress: Callable[[int], None] | None = None,
+    ) -> AsyncIterator[Event]:
         """Every event under ``prefix`` with revision > ``after_revision``, in order, forever.
 
         Raises ``Compacted`` (on first iteration) if ``after_revision`` is older than the window.
         The iterator ends with ``StoreClosed`` when the store closes, and with ``WatchOverflow``
         when its consumer falls too far behind (watch again from ``last_revision``); closing
-        the iterator (``aclose``) releases it.
+        the iterator (``aclose``) releases it. ``on_progress``: see the module docstring.
         """
         ...
 
     async def current_revision(self) -> int:
-        """The revision of the latest write (0 for an empty store)."""
+        """The revision of the latest write (0 for an empty memory or SQLite store), read so
+        that it is at least that of every write acknowledged before the call (etcd: a quorum
+        read)."""
         ...
 
     async def compacted_revision(self) -> int:

@@ -79,7 +79,7 @@ import logging
 import math
 import random
 import ssl
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from typing import Any, Final
 
 import aiohttp
@@ -175,6 +175,17 @@ def _revision(answer: dict[str, Any]) -> int:
     return int(answer["header"].get("revision", 0))
 
 
+def _is_progress(result: dict[str, Any]) -> bool:
+    """A watch result that is a progress notification: no events, not the creation, no
+    compaction or cancellation (the gateway leaves out every field at its zero value)."""
+    return not (
+        result.get("events")
+        or result.get("created")
+        or result.get("canceled")
+        or "compact_revision" in result
+    )
+
+
 class _Gateway:
     """POSTs to etcd's v3 JSON gateway on any of its endpoints, retrying unavailable members."""
 
@@ -266,11 +277,14 @@ class _Gateway:
 
 
 class _Buffer:
-    """Events read from one etcd watch stream, bounded; the consumer's side of the watch."""
+    """Events read from one etcd watch stream, bounded; the consumer's side of the watch.
+
+    Besides events it holds progress notices (a bare revision: every event up to it is ahead
+    of the notice in the buffer), so the consumer meets them in stream order."""
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
-        self.events: collections.deque[Event] = collections.deque()
+        self.events: collections.deque[Event | int] = collections.deque()
         self.error: BaseException | None = None
         self._waiter: asyncio.Future[None] | None = None
         self._space: asyncio.Future[None] | None = None
@@ -282,6 +296,12 @@ class _Buffer:
     def put(self, event: Event) -> None:
         self.events.append(event)
         self._wake()
+
+    def put_progress(self, revision: int) -> None:
+        """A progress notice, unless the buffer is full (a later one will say as much)."""
+        if not self.full:
+            self.events.append(revision)
+            self._wake()
 
     async def room(self) -> None:
         """Wait until the consumer has taken an event from a full buffer."""
@@ -303,7 +323,7 @@ class _Buffer:
         if self._waiter is not None and not self._waiter.done():
             self._waiter.set_result(None)
 
-    async def next(self) -> Event:
+    async def next(self) -> Event | int:
         while not self.events:
             if self.error is not None:
                 raise self.error
@@ -574,8 +594,17 @@ class EtcdStore:
         )
         return KeyValue(key, last.value, last.create_revision, _revision(answer))
 
-    def watch(self, prefix: str, *, after_revision: int) -> AsyncIterator[Event]:
-        return self._watch(prefix, after_revision=after_revision)
+    def watch(
+        self,
+        prefix: str,
+        *,
+        after_revision: int,
+        on_progress: Callable[[int], None] | None = None,
+    ) -> AsyncIterator[Event]:
+        """With ``on_progress``, the watch asks etcd for progress notifications: etcd sends
+        them every ``--experimental-watch-progress-notify-interval`` (10 min by default) to a
+        watch that has received every event, and each one reaches ``on_progress``."""
+        return self._watch(prefix, after_revision=after_revision, on_progress=on_progress)
 
     async def current_revision(self) -> int:
         await self._ready()
@@ -708,34 +737,46 @@ class EtcdStore:
 
     # -- watches -------------------------------------------------------------------------------
 
-    async def _watch(self, prefix: str, *, after_revision: int) -> AsyncIterator[Event]:
+    async def _watch(
+        self, prefix: str, *, after_revision: int, on_progress: Callable[[int], None] | None
+    ) -> AsyncIterator[Event]:
         await self._ready()
         if after_revision < self._compacted:
             raise Compacted(after_revision, self._compacted)
         buffer = _Buffer(self._watch_buffer)
         reader = asyncio.create_task(
-            self._read_watch(buffer, prefix, after_revision=after_revision),
+            self._read_watch(
+                buffer, prefix, after_revision=after_revision, progress=on_progress is not None
+            ),
             name=f"etcd-watch:{self.prefix}{prefix}",
         )
         self._watches[buffer] = reader
         last = after_revision
         try:
             while True:
-                event = await buffer.next()
-                last = event.revision
-                yield event
+                item = await buffer.next()
+                if isinstance(item, int):  # the consumer has taken every event before it
+                    if on_progress is not None:
+                        on_progress(item)
+                    continue
+                last = item.revision
+                yield item
         except _Overflowed:
             raise WatchOverflow(last, buffer.capacity) from None
         finally:
             self._watches.pop(buffer, None)
             reader.cancel()
 
-    async def _read_watch(self, buffer: _Buffer, prefix: str, *, after_revision: int) -> None:
+    async def _read_watch(
+        self, buffer: _Buffer, prefix: str, *, after_revision: int, progress: bool
+    ) -> None:
         """Feed ``buffer`` from etcd, reopening a broken stream after the last revision read.
 
         Events up to the revision etcd was at when the watch was created are history: for them
         the reader waits for room in the buffer (etcd holds the rest). Later ones are live: a
         full buffer then ends the watch with ``WatchOverflow``, as ``store.watchhub`` does.
+        With ``progress``, etcd's progress notifications (a result with no events, created
+        earlier) go into the buffer as notices of their revision.
         """
         last = after_revision
         history_until = 0
@@ -746,6 +787,7 @@ class EtcdStore:
                     **self._range(prefix),
                     "start_revision": str(last + 1),
                     "prev_kv": True,
+                    "progress_notify": progress,
                 }
                 stream = self._watch_stream({"create_request": request})
                 try:
@@ -756,6 +798,9 @@ class EtcdStore:
                             raise Compacted(last, self._compacted)
                         if result.get("created") and not history_until:
                             history_until = _revision(result)
+                        if progress and _is_progress(result) and _revision(result) > last:
+                            last = _revision(result)  # a reopened stream starts after it
+                            buffer.put_progress(last)
                         for raw in result.get("events", []):
                             event = self._event(raw)
                             if buffer.full and event.revision <= history_until:

@@ -14,7 +14,7 @@ which is fine at the sizes this backend is meant for.
 from __future__ import annotations
 
 import bisect
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 
 from store.base import (
     Compacted,
@@ -123,7 +123,14 @@ class MemoryStore:
             self._hub.publish([record.event()])
         return record
 
-    def watch(self, prefix: str, *, after_revision: int) -> AsyncIterator[Event]:
+    def watch(
+        self,
+        prefix: str,
+        *,
+        after_revision: int,
+        on_progress: Callable[[int], None] | None = None,
+    ) -> AsyncIterator[Event]:
+        """``on_progress`` is never called: the watch cache's own events keep it current."""
         return self._hub.watch(prefix, after_revision=after_revision, history=self._history)
 
     async def _history(self, prefix: str, *, after_revision: int, limit: int) -> Sequence[Event]:

@@ -628,7 +628,14 @@ class SqliteStore:
     async def delete(self, key: str, *, expected_revision: int | None = None) -> KeyValue:
         return await self._write(Op(WriteKind.DELETE, key, expected_revision=expected_revision))
 
-    def watch(self, prefix: str, *, after_revision: int) -> AsyncIterator[Event]:
+    def watch(
+        self,
+        prefix: str,
+        *,
+        after_revision: int,
+        on_progress: Callable[[int], None] | None = None,
+    ) -> AsyncIterator[Event]:
+        """``on_progress`` is never called: the watch cache's own events keep it current."""
         return self._hub.watch(prefix, after_revision=after_revision, history=self._history)
 
     async def _history(self, prefix: str, *, after_revision: int, limit: int) -> Sequence[Event]:

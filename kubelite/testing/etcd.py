@@ -71,10 +71,13 @@ class EtcdMember:
         initial_cluster: Sequence[str] = (),
         launcher: Sequence[str] = (),
         group: int | None = None,
+        progress_notify_interval: float | None = None,
     ) -> None:
         """``initial_cluster`` (``name=peer-url`` of every member) makes it one member of a
         larger cluster; ``launcher`` prefixes etcd's argv (``NetworkNamespace.launcher()``);
-        ``group`` runs it under that group id, which firewall rules can match (``-m owner``)."""
+        ``group`` runs it under that group id, which firewall rules can match (``-m owner``);
+        ``progress_notify_interval`` (seconds) is how often etcd tells a watch that asked for
+        progress notifications that it is current (etcd's default: 10 minutes)."""
         self.data_dir = data_dir
         self.name = name
         self.host = host
@@ -84,6 +87,7 @@ class EtcdMember:
         self.initial_cluster = list(initial_cluster)
         self.launcher = list(launcher)
         self.group = group
+        self.progress_notify_interval = progress_notify_interval
         self._process: subprocess.Popen[str] | None = None
 
     @property
@@ -132,6 +136,9 @@ class EtcdMember:
             f"--initial-advertise-peer-urls={peer}",
             f"--initial-cluster={initial_cluster}",
         ]
+        if self.progress_notify_interval is not None:
+            interval = f"{self.progress_notify_interval}s"
+            argv.append(f"--experimental-watch-progress-notify-interval={interval}")
         log = self.log_path.open("a")
         process = subprocess.Popen(
             argv,

@@ -369,8 +369,14 @@ class EncryptingStore:
             raise RevisionMismatch(key, exc.expected, self._open(exc.current)) from None
         return self._open(kv)
 
-    async def watch(self, prefix: str, *, after_revision: int) -> AsyncIterator[Event]:
-        events = self.inner.watch(prefix, after_revision=after_revision)
+    async def watch(
+        self,
+        prefix: str,
+        *,
+        after_revision: int,
+        on_progress: Callable[[int], None] | None = None,
+    ) -> AsyncIterator[Event]:
+        events = self.inner.watch(prefix, after_revision=after_revision, on_progress=on_progress)
         try:
             async for event in events:
                 try:

@@ -4,7 +4,12 @@ Why: a list is where a client's view of the cluster starts (every reflector list
 from the list's resourceVersion), so its revision must be exact and its pages consistent. The
 rules, as Kubernetes has them:
 
-* ``resourceVersion`` unset: the most recent state, read from the store (consistent).
+* ``resourceVersion`` unset: the most recent state (consistent). The store's current revision
+  is read (a quorum read on etcd); if the watch cache has applied every event of the resource up
+  to it — by its own events, or because etcd's progress notification said so — the list is
+  served from the cache, else read from the store (Kubernetes' consistent list from cache, with
+  the store read as its fallback: etcd's JSON gateway cannot ask for a progress notification on
+  demand, so the cache is not waited for).
 * ``resourceVersion=0``: any state — served from the watch cache, whole (``limit`` ignored).
 * ``resourceVersion=N`` (``NotOlderThan``, the default): a state at least as new as N — from the
   cache when it has reached N, else from the store; N beyond the store's revision is a 504.
@@ -31,8 +36,10 @@ from api.registry import ResourceType
 from services.apiserver.codec import JSON_CONTENT_TYPE, dumps, json_response
 from services.apiserver.context import ApiContext
 from services.apiserver.custom_objects import served_as
+from services.apiserver.predicate import Predicate
 from services.apiserver.query import EXACT, ContinueToken, ListOptions, parse_revision
 from services.apiserver.tables import TABLE_CONTENT_TYPE, to_table, wants_table
+from services.apiserver.watchcache import WatchCache
 
 __all__ = ["ListResult", "list_objects", "parse_options", "serve", "too_large"]
 
@@ -95,13 +102,8 @@ async def list_objects(ctx: ApiContext, rt: ResourceType, opts: ListOptions) -> 
                     raise too_large(wanted, current)
             if cache is not None:
                 await cache.ready.wait()
-                if cache.revision >= wanted:
-                    events, revision = cache.snapshot(predicate)
-                    return ListResult(
-                        objects=[e.obj for e in events],
-                        revision=revision,
-                        encoded=[e.object_bytes() for e in events],
-                    )
+                if cache.current_through >= wanted:
+                    return _cached(cache, predicate)
             return await _page(ctx, rt, opts, revision=0, start_after=None)
         current = await _current_revision(ctx)
         if wanted > current:
@@ -118,7 +120,20 @@ async def list_objects(ctx: ApiContext, rt: ResourceType, opts: ListOptions) -> 
                 "The provided continue parameter is too old to display a consistent list result. "
                 "You can start a new list without the continue parameter."
             ) from None
+    if cache is not None and not opts.limit and cache.ready.is_set():
+        if cache.current_through >= await _current_revision(ctx):
+            return _cached(cache, predicate)
     return await _page(ctx, rt, opts, revision=0, start_after=None)
+
+
+def _cached(cache: WatchCache, predicate: Predicate) -> ListResult:
+    """The cache's matching objects, as of every event it has applied or been vouched for."""
+    events, _ = cache.snapshot(predicate)
+    return ListResult(
+        objects=[e.obj for e in events],
+        revision=cache.current_through,
+        encoded=[e.object_bytes() for e in events],
+    )
 
 
 async def _page(

@@ -19,7 +19,7 @@ reports what it received). Not here: request and response sizes, lease object co
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Final
 
 from component.metrics import Metrics
@@ -107,8 +107,14 @@ class MeasuredStore:
         finally:
             self._observe("delete", key, started)
 
-    def watch(self, prefix: str, *, after_revision: int) -> AsyncIterator[Event]:
-        return self.inner.watch(prefix, after_revision=after_revision)
+    def watch(
+        self,
+        prefix: str,
+        *,
+        after_revision: int,
+        on_progress: Callable[[int], None] | None = None,
+    ) -> AsyncIterator[Event]:
+        return self.inner.watch(prefix, after_revision=after_revision, on_progress=on_progress)
 
     async def current_revision(self) -> int:
         started = time.monotonic()

@@ -25,8 +25,15 @@ a resourceVersion older than that is served by a ``StoreFeed`` from the store's 
 Each cache counts what ``/metrics`` reports of it (``services.apiserver.metrics``): events
 received from the store, events handed to its watchers, live objects.
 
-Limits: bookmarks carry the cache's last event revision for this resource (there is no
-store-wide progress notification); events are held in memory (``capacity`` per resource).
+The cache's store watch asks for progress notifications (``store.base``): etcd's say "every
+event of this resource up to R has reached you" although the latest writes were to other
+resources, and ``current_through`` records it. That is what lets a consistent list (no
+resourceVersion) be served from the cache — with several apiservers on one etcd, too — once a
+quorum read of the current revision finds the cache there (``services.apiserver.listing``).
+
+Limits: bookmarks carry the cache's last event revision for this resource; events are held in
+memory (``capacity`` per resource); memory and SQLite send no progress notifications, so there a
+cache is known current only when the latest write was to its own resource.
 """
 
 from __future__ import annotations
@@ -337,6 +344,10 @@ class WatchCache:
         self.queue_size = queue_size
         self.revision = 0
         """The revision of the last event applied (or the revision the state was loaded at)."""
+        self.current_through = 0
+        """Every event of this resource up to this revision has been applied: ``revision``, or
+        a later one a progress notification of the store vouched for. Only reads use it;
+        ``wait_until`` and ``revision`` move with the state alone."""
         self.window_start = 0
         """The ring holds every event of this resource with revision > window_start."""
         self.ready = asyncio.Event()
@@ -471,7 +482,7 @@ class WatchCache:
         self._ring.append(event)
         if len(self._ring) > self.capacity:
             self.window_start = self._ring.popleft().revision
-        self.revision = event.revision
+        self.revision = self.current_through = event.revision
         progress, self._progress = self._progress, asyncio.Event()
         progress.set()
         for watcher in list(self._unindexed):
@@ -488,6 +499,10 @@ class WatchCache:
                     for watcher in list(bucket):
                         watcher.offer(event)
 
+    def _progressed(self, revision: int) -> None:
+        """The store vouched that every event up to ``revision`` has been applied."""
+        self.current_through = max(self.current_through, revision)
+
     async def _load(self) -> None:
         """The current state, read at one revision; the ring starts empty from there.
 
@@ -503,7 +518,7 @@ class WatchCache:
             result = err.readable
         self._state = {kv.key: CacheEvent.synthetic(decode(kv), key=kv.key) for kv in result.items}
         self._ring.clear()
-        self.revision = self.window_start = result.revision
+        self.revision = self.window_start = self.current_through = result.revision
 
     async def run(self) -> None:
         """The feeding loop (a named task owned by the app). Returns when the store closes."""
@@ -514,7 +529,9 @@ class WatchCache:
                     await self._load()
                     loaded = True
                     self.ready.set()
-                async for event in self.store.watch(self.rt.prefix(), after_revision=self.revision):
+                async for event in self.store.watch(
+                    self.rt.prefix(), after_revision=self.revision, on_progress=self._progressed
+                ):
                     self.apply(CacheEvent.from_store(event))
             except WatchOverflow:
                 log.warning(
