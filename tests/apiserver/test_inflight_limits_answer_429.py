@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -25,6 +25,9 @@ from tests.apiserver.conftest import TOO_MANY, EventReader, MakeApi
 from tests.factories import pod
 
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
+LEASES_FROM_STORE = LEASES + "?limit=500"
+"""A list the store answers: one with a limit is read from it, while a consistent list without
+may be served from a watch cache that is current (``services.apiserver.listing``)."""
 PODS = "/api/v1/namespaces/default/pods"
 
 
@@ -71,8 +74,10 @@ class GatedStore:
     async def delete(self, key: str, *, expected_revision: int | None = None) -> KeyValue:
         return await self.inner.delete(key, expected_revision=expected_revision)
 
-    def watch(self, prefix: str, *, after_revision: int) -> AsyncIterator[Event]:
-        return self.inner.watch(prefix, after_revision=after_revision)
+    def watch(
+        self, prefix: str, *, after_revision: int, on_progress: Callable[[int], None] | None = None
+    ) -> AsyncIterator[Event]:
+        return self.inner.watch(prefix, after_revision=after_revision, on_progress=on_progress)
 
     async def current_revision(self) -> int:
         return await self.inner.current_revision()
@@ -98,7 +103,7 @@ async def test_lists_over_the_read_only_limit_get_429_and_watches_are_not_counte
     api = await make_api(store=store, max_requests_inflight=2, max_mutating_requests_inflight=1)
     client = api.client
     store.armed = True
-    held = [asyncio.create_task(api.get(LEASES)) for _ in range(2)]
+    held = [asyncio.create_task(api.get(LEASES_FROM_STORE)) for _ in range(2)]
     await store.held(2)
 
     async with client.get(LEASES) as resp:
@@ -161,7 +166,7 @@ async def test_zero_means_no_limit(make_api: MakeApi) -> None:
     store = GatedStore(open_store("memory://"))
     api = await make_api(store=store, max_requests_inflight=0, max_mutating_requests_inflight=0)
     store.armed = True
-    held = [asyncio.create_task(api.get(LEASES)) for _ in range(5)]
+    held = [asyncio.create_task(api.get(LEASES_FROM_STORE)) for _ in range(5)]
     await store.held(5)  # all five reached the store: none was turned away
     store.release.set()
     assert [status for status, _ in await asyncio.gather(*held)] == [200] * 5
