@@ -6,6 +6,7 @@ deserialised into the client's models, which insist on the fields Kubernetes alw
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -181,3 +182,19 @@ async def test_priority_class_through_scheduling_v1(api: client.ApiClient) -> No
         await scheduling.patch_priority_class("ka-pc", {"value": 8})
     assert immutable.value.status == 422
     await scheduling.delete_priority_class("ka-pc")
+
+
+async def test_a_dict_sent_as_a_json_patch_is_refused_in_gos_words(api: client.ApiClient) -> None:
+    """What CustomObjectsApi sends for a dict patch unless told ``_content_type``: Kubernetes'
+    400 says what Go's decoder says."""
+    core = client.CoreV1Api(api)
+    await core.create_namespaced_config_map(NS, config_map("ka-jp", "asyncio-jp"))
+    with pytest.raises(ApiException) as refused:
+        await core.patch_namespaced_config_map(
+            "ka-jp", NS, {"data": {"k": "v"}}, _content_type="application/json-patch+json"
+        )
+    assert refused.value.status == 400
+    assert json.loads(refused.value.body)["message"] == (
+        "json: cannot unmarshal object into Go value of type jsonpatch.Patch"
+    )
+    await core.delete_namespaced_config_map("ka-jp", NS)
