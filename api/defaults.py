@@ -54,6 +54,7 @@ from api.admissionregistration import (
 )
 from api.autoscaling import default_horizontal_pod_autoscaler
 from api.batch import generate_job_selector
+from api.flowcontrol import default_flow_schema, default_priority_level
 from api.meta import KubeModel
 from api.quantity import canonical_quantity, parse_quantity
 from api.registry import REGISTRY
@@ -558,4 +559,6 @@ _BY_KIND: dict[str, Callable[[dict[str, Any]], None]] = {
     "ValidatingAdmissionPolicy": default_policy,
     "ValidatingAdmissionPolicyBinding": default_policy_binding,
     "HorizontalPodAutoscaler": default_horizontal_pod_autoscaler,
+    "FlowSchema": default_flow_schema,
+    "PriorityLevelConfiguration": default_priority_level,
 }

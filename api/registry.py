@@ -39,6 +39,8 @@ from api.coordination import Lease
 from api.core import Binding, Event, Namespace, Node, Pod, ReplicationController
 from api.discovery import EndpointSlice
 from api.endpoints import Endpoints
+from api.flowcontrol import GROUP as FLOWCONTROL_GROUP
+from api.flowcontrol import FlowSchema, PriorityLevelConfiguration
 from api.persistentvolumes import PersistentVolume, PersistentVolumeClaim
 from api.policy import PodDisruptionBudget
 from api.rbac import ClusterRole, ClusterRoleBinding, Role, RoleBinding
@@ -332,6 +334,27 @@ def _admission_types() -> list[ResourceType]:
             subresources=subresources,
         )
         for kind, suffix, model, subresources in kinds
+    ]
+
+
+def _flowcontrol_types() -> list[ResourceType]:
+    """flowcontrol.apiserver.k8s.io/v1: API Priority and Fairness' cluster-scoped objects."""
+    kinds: list[tuple[str, str, type[BaseModel]]] = [
+        ("FlowSchema", "flowschemas", FlowSchema),
+        ("PriorityLevelConfiguration", "prioritylevelconfigurations", PriorityLevelConfiguration),
+    ]
+    return [
+        ResourceType(
+            group=FLOWCONTROL_GROUP,
+            version="v1",
+            kind=kind,
+            plural=plural,
+            singular=kind.lower(),
+            namespaced=False,
+            model=model,
+            subresources=(_status(kind),),
+        )
+        for kind, plural, model in kinds
     ]
 
 
@@ -700,6 +723,7 @@ REGISTRY: Registry = Registry(
             subresources=(_status("CustomResourceDefinition"),),
         ),
         *_admission_types(),
+        *_flowcontrol_types(),
         *_schema_types(),
     ]
 )

@@ -68,6 +68,12 @@ from api.batch import (
 from api.cron import parse_schedule
 from api.discovery import ADDRESS_TYPES, MAX_ENDPOINTS_PER_SLICE
 from api.errors import BadRequest, Cause
+from api.flowcontrol import (
+    DISTINGUISHER_METHODS,
+    LIMIT_RESPONSE_TYPES,
+    PRIORITY_LEVEL_TYPES,
+    SUBJECT_KINDS,
+)
 from api.meta import parse_time
 from api.names import (
     is_config_map_key,
@@ -2294,6 +2300,151 @@ def _validating_admission_policy_binding(obj: dict[str, Any]) -> list[Cause]:
     return causes
 
 
+# -- flowcontrol.apiserver.k8s.io (ValidateFlowSchema, ValidatePriorityLevelConfiguration) ----
+
+
+def _flow_subject(field: str, subject: dict[str, Any]) -> list[Cause]:
+    kind = subject.get("kind")
+    if kind not in SUBJECT_KINDS:
+        return [not_supported(f"{field}.kind", kind, SUBJECT_KINDS)]
+    member = {"Group": "group", "ServiceAccount": "serviceAccount", "User": "user"}[kind]
+    named = _map(subject.get(member))
+    causes = [] if subject.get(member) is not None else [required(f"{field}.{member}")]
+    if causes:
+        return causes
+    if not named.get("name"):
+        causes.append(required(f"{field}.{member}.name"))
+    if kind == "ServiceAccount" and not named.get("namespace"):
+        causes.append(required(f"{field}.{member}.namespace"))
+    return causes
+
+
+def _flow_rules(field: str, rules: dict[str, Any]) -> list[Cause]:
+    causes = []
+    if not _list(rules.get("subjects")):
+        causes.append(required(f"{field}.subjects", "subjects must contain at least one value"))
+    for j, subject in _items(rules.get("subjects")):
+        causes += _flow_subject(f"{field}.subjects[{j}]", subject)
+    resource, non_resource = _list(rules.get("resourceRules")), _list(rules.get("nonResourceRules"))
+    if not resource and not non_resource:
+        causes.append(
+            required(
+                field, "at least one of resourceRules and nonResourceRules has to be non-empty"
+            )
+        )
+    for j, rule in _items(resource):
+        where = f"{field}.resourceRules[{j}]"
+        for name in ("verbs", "apiGroups", "resources"):
+            if not _list(rule.get(name)):
+                causes.append(
+                    required(f"{where}.{name}", f"{name} must contain at least one value")
+                )
+        if not rule.get("clusterScope") and not _list(rule.get("namespaces")):
+            causes.append(
+                required(
+                    f"{where}.namespaces",
+                    "resource rules that are not cluster scoped must supply at least one namespace",
+                )
+            )
+    for j, rule in _items(non_resource):
+        where = f"{field}.nonResourceRules[{j}]"
+        for name in ("verbs", "nonResourceURLs"):
+            if not _list(rule.get(name)):
+                causes.append(
+                    required(f"{where}.{name}", f"{name} must contain at least one value")
+                )
+    return causes
+
+
+def _flow_schema(obj: dict[str, Any]) -> list[Cause]:
+    spec = _map(obj.get("spec"))
+    causes = []
+    precedence = spec.get("matchingPrecedence")
+    if _is_int(precedence) and not 1 <= precedence <= 10_000:
+        causes.append(
+            invalid("spec.matchingPrecedence", precedence, "must be between 1 and 10000, inclusive")
+        )
+    if not _map(spec.get("priorityLevelConfiguration")).get("name"):
+        causes.append(
+            required("spec.priorityLevelConfiguration.name", "must reference a priority level")
+        )
+    method = spec.get("distinguisherMethod")
+    if isinstance(method, dict) and method.get("type") not in DISTINGUISHER_METHODS:
+        causes.append(
+            not_supported(
+                "spec.distinguisherMethod.type", method.get("type"), DISTINGUISHER_METHODS
+            )
+        )
+    for i, rules in _items(spec.get("rules")):
+        causes += _flow_rules(f"spec.rules[{i}]", rules)
+    return causes
+
+
+def _queuing(field: str, queuing: dict[str, Any]) -> list[Cause]:
+    causes = []
+    for name in ("queues", "handSize", "queueLengthLimit"):
+        value = queuing.get(name)
+        if _is_int(value) and value <= 0:
+            causes.append(invalid(f"{field}.{name}", value, "must be positive"))
+    queues, hand = queuing.get("queues"), queuing.get("handSize")
+    if _is_int(queues) and _is_int(hand) and 0 < queues < hand:
+        causes.append(
+            invalid(f"{field}.handSize", hand, f"should not be greater than queues ({queues})")
+        )
+    return causes
+
+
+def _percent(field: str, value: Any) -> list[Cause]:
+    if _is_int(value) and not 0 <= value <= 100:
+        return [invalid(field, value, "must be between 0 and 100, inclusive")]
+    return []
+
+
+def _priority_level_configuration(obj: dict[str, Any]) -> list[Cause]:
+    spec = _map(obj.get("spec"))
+    kind = spec.get("type")
+    if kind not in PRIORITY_LEVEL_TYPES:
+        return [not_supported("spec.type", kind, PRIORITY_LEVEL_TYPES)]
+    name = _map(obj.get("metadata")).get("name")
+    if name == "exempt" and kind != "Exempt":
+        return [invalid("spec.type", kind, "the 'exempt' priority level must have type Exempt")]
+    if kind == "Exempt":
+        if spec.get("limited") is not None:
+            return [forbidden("spec.limited", "must be nil if the type is not Limited")]
+        exempt = _map(spec.get("exempt"))
+        return _non_negative(
+            "spec.exempt.nominalConcurrencyShares", exempt.get("nominalConcurrencyShares")
+        ) + _percent("spec.exempt.lendablePercent", exempt.get("lendablePercent"))
+    if spec.get("exempt") is not None:
+        return [forbidden("spec.exempt", "must be nil if the type is Limited")]
+    if spec.get("limited") is None:
+        return [required("spec.limited", "must not be empty when type is Limited")]
+    limited = _map(spec.get("limited"))
+    causes = _non_negative(
+        "spec.limited.nominalConcurrencyShares", limited.get("nominalConcurrencyShares")
+    )
+    causes += _percent("spec.limited.lendablePercent", limited.get("lendablePercent"))
+    causes += _percent("spec.limited.borrowingLimitPercent", limited.get("borrowingLimitPercent"))
+    response = _map(limited.get("limitResponse"))
+    rtype = response.get("type")
+    if rtype not in LIMIT_RESPONSE_TYPES:
+        causes.append(not_supported("spec.limited.limitResponse.type", rtype, LIMIT_RESPONSE_TYPES))
+    elif rtype == "Queue" and response.get("queuing") is None:
+        causes.append(
+            required("spec.limited.limitResponse.queuing", "must not be empty if the type is Queue")
+        )
+    elif rtype == "Reject" and response.get("queuing") is not None:
+        causes.append(
+            forbidden(
+                "spec.limited.limitResponse.queuing",
+                "must be nil if limited.limitResponse.type is not Limited",
+            )
+        )
+    if rtype == "Queue" and isinstance(response.get("queuing"), dict):
+        causes += _queuing("spec.limited.limitResponse.queuing", response["queuing"])
+    return causes
+
+
 # -- autoscaling: HorizontalPodAutoscaler ----------------------------------------------------
 # pkg/apis/autoscaling/validation: replicas bounds, the target, each metric's source and
 # target, and the behaviour's rules.
@@ -2431,6 +2582,8 @@ _SEMANTIC: dict[str, Callable[[dict[str, Any]], list[Cause]]] = {
     "ValidatingWebhookConfiguration": _webhook_configuration,
     "ValidatingAdmissionPolicy": _validating_admission_policy,
     "ValidatingAdmissionPolicyBinding": _validating_admission_policy_binding,
+    "FlowSchema": _flow_schema,
+    "PriorityLevelConfiguration": _priority_level_configuration,
 }
 
 

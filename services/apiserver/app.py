@@ -67,6 +67,14 @@ from services.apiserver.dashboard import setup_dashboard
 from services.apiserver.discovery import setup_discovery
 from services.apiserver.encryption import EncryptingStore, load_encryption_config
 from services.apiserver.eventttl import sweep_events
+from services.apiserver.flowcontrol import (
+    FLOW_CONTROL,
+    flow_control_for,
+    keep_dangling_conditions,
+    priority_and_fairness,
+    setup_flowcontrol,
+)
+from services.apiserver.flowcontrol_bootstrap import ensure_flowcontrol_defaults
 from services.apiserver.health import setup_health
 from services.apiserver.inflight import InflightLimits, limit_inflight
 from services.apiserver.measured_store import MeasuredStore
@@ -160,6 +168,9 @@ def make_app(
         max_mutating=options.max_mutating_requests_inflight,
     )
     metrics.observe(inflight=inflight, caches=ctx.caches)
+    flow_control = (
+        flow_control_for(ctx, metrics.metrics) if options.enable_priority_and_fairness else None
+    )
     ctx.token_keys = _token_keys(options)
     authentication = _authentication(options, ctx.token_keys)
     # instrument_requests outermost: it counts the code the client got; then status_errors,
@@ -171,7 +182,7 @@ def make_app(
             authenticate_requests(authentication),
             authorize_requests,
             store_failures,
-            limit_inflight(inflight),
+            priority_and_fairness(flow_control) if flow_control else limit_inflight(inflight),
         ],
         client_max_size=MAX_BODY_BYTES + 1,
     )
@@ -190,6 +201,8 @@ def make_app(
     app.on_shutdown.append(_end_watches)
     app.on_response_prepare.append(warn_deprecated)
     app.on_response_prepare.append(add_admission_warnings)
+    if flow_control is not None:
+        setup_flowcontrol(app, flow_control)
     setup_health(app)
     serve_metrics(app, metrics)
     setup_dashboard(app)
@@ -273,6 +286,8 @@ async def _bootstrap(app: web.Application) -> AsyncIterator[None]:
     await ensure_system_priority_classes(app[CONTEXT])
     await ensure_kubernetes_service(app[CONTEXT])
     await ensure_bootstrap_policy(app[CONTEXT])
+    if FLOW_CONTROL in app:
+        await ensure_flowcontrol_defaults(app[CONTEXT])
     yield
 
 
@@ -347,6 +362,13 @@ async def _background(app: web.Application) -> AsyncIterator[None]:
         "event-ttl-sweeper",
         _reporting(sweep_events(ctx, ttl=ttl, interval=min(60.0, ttl / 2)), health=health),
     )
+    if FLOW_CONTROL in app:
+        control = app[FLOW_CONTROL]
+        schemas = ctx.storage(control.schemas.rt)
+        group.start(
+            "apf-dangling-conditions",
+            _reporting(keep_dangling_conditions(control, schemas), health=health),
+        )
     yield
     for cache in ctx.caches.values():
         cache.stop()

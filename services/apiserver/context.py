@@ -90,6 +90,9 @@ class ServerOptions:
     """Read-only requests served at once before 429 (``--max-requests-inflight``; 0 = no limit)."""
     max_mutating_requests_inflight: int = 200
     """Mutating requests served at once before 429 (``--max-mutating-requests-inflight``)."""
+    enable_priority_and_fairness: bool = True
+    """API Priority and Fairness (``flowcontrol``) shares the sum of the two limits above among
+    the priority levels (``--enable-priority-and-fairness``); False: the two in-flight pools."""
     request_header_timeout: float = 32.0
     """Seconds a connection gets to send a whole request head, and to stay idle between requests."""
     max_open_connections: int | None = None

@@ -26,8 +26,10 @@ that reads slowly keeps its slot, as in Go, where the handler writes the body); 
 away was never started. Middlewares outside this one must therefore not change successful
 responses (the Status-rendering one only renders exceptions).
 
-Limits: no queuing and no fairness between clients (Kubernetes' API Priority and Fairness);
-a request over the limit is refused at once, never held back.
+Limits: no queuing and no fairness between clients; a request over the limit is refused at
+once, never held back. This filter runs only with ``--enable-priority-and-fairness=false``:
+by default API Priority and Fairness (``flowcontrol``) takes its place, with the same
+long-running rule, the same 429 and ``served``.
 """
 
 from __future__ import annotations
@@ -51,7 +53,9 @@ __all__ = [
     "InflightLimits",
     "is_long_running",
     "is_mutating",
+    "is_probe",
     "limit_inflight",
+    "served",
 ]
 
 log = logging.getLogger(__name__)
@@ -83,10 +87,15 @@ def _resource_parts(path: str) -> list[str] | None:
     return None
 
 
+def is_probe(path: str) -> bool:
+    """``/healthz``, ``/livez``, ``/readyz`` or one of their checks."""
+    return path.rstrip("/") in _PROBES or path.startswith(("/healthz/", "/livez/", "/readyz/"))
+
+
 def is_long_running(request: web.BaseRequest) -> bool:
     """A watch, a long-running subresource, or a probe: takes no in-flight slot."""
     path = request.path
-    if path.rstrip("/") in _PROBES or path.startswith(("/healthz/", "/livez/", "/readyz/")):
+    if is_probe(path):
         return True
     parts = _resource_parts(path)
     if parts is None:
@@ -137,7 +146,7 @@ class InflightLimits:
         self.mutating = Pool(max_mutating)
 
 
-async def _served(request: web.Request, handler: Handler) -> web.StreamResponse:
+async def served(request: web.Request, handler: Handler) -> web.StreamResponse:
     """The handler's response, its body already written when it is a plain ``web.Response``."""
     response = await handler(request)
     if isinstance(response, web.Response) and not response.prepared:
@@ -158,6 +167,6 @@ def limit_inflight(limits: InflightLimits) -> Middleware:
             return await handler(request)
         pool = limits.mutating if is_mutating(request.method) else limits.read_only
         with pool.slot():
-            return await _served(request, handler)
+            return await served(request, handler)
 
     return inflight

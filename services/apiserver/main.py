@@ -245,6 +245,15 @@ def build_parser() -> argparse.ArgumentParser:
         "429 with Retry-After. 0 = no limit (default: 200)",
     )
     p.add_argument(
+        "--enable-priority-and-fairness",
+        type=_boolean,
+        default=True,
+        metavar="true|false",
+        help="API Priority and Fairness: classify requests by the FlowSchemas and share the "
+        "two limits above among the PriorityLevelConfigurations' seats and queues; false "
+        "enforces the two in-flight limits as separate pools (default: true)",
+    )
+    p.add_argument(
         "--request-header-timeout",
         type=duration,
         default=HEADER_TIMEOUT,
@@ -367,6 +376,7 @@ def parse_args(argv: Sequence[str]) -> tuple[ServerOptions, argparse.Namespace]:
             watch_cache_capacity=args.watch_cache_size,
             max_requests_inflight=args.max_requests_inflight,
             max_mutating_requests_inflight=args.max_mutating_requests_inflight,
+            enable_priority_and_fairness=args.enable_priority_and_fairness,
             request_header_timeout=args.request_header_timeout,
             max_open_connections=args.max_open_connections,
             service_cluster_ip_range=args.service_cluster_ip_range,

@@ -1004,6 +1004,100 @@ LEASE_PRINTER = TablePrinter(
 )
 
 
+# ---- flowcontrol: flow schemas, priority levels (printFlowSchema, printPriorityLevelConfiguration)
+
+
+def _flow_schema_cells(fs: Obj, now: datetime) -> list[Any]:
+    """NAME PRIORITYLEVEL MATCHINGPRECEDENCE DISTINGUISHERMETHOD AGE MISSINGPL; MISSINGPL is
+    the status of the ``Dangling`` condition, ``?`` before the apiserver has set it."""
+    spec = _spec(fs)
+    method = (spec.get("distinguisherMethod") or {}).get("type") or "*"
+    dangling = next(
+        (
+            c.get("status")
+            for c in _status(fs).get("conditions") or []
+            if c.get("type") == "Dangling"
+        ),
+        "?",
+    )
+    return [
+        _meta(fs).get("name", ""),
+        (spec.get("priorityLevelConfiguration") or {}).get("name") or "",
+        spec.get("matchingPrecedence"),
+        method,
+        _age(fs, now),
+        dangling,
+    ]
+
+
+FLOW_SCHEMA_PRINTER = TablePrinter(
+    columns=(
+        NAME,
+        Column(
+            "PriorityLevel",
+            description="`name` is the name of the priority level configuration being referenced Required.",
+        ),
+        Column(
+            "MatchingPrecedence",
+            description="`matchingPrecedence` is used to choose among the FlowSchemas that match a given request.",
+        ),
+        Column(
+            "DistinguisherMethod",
+            description="`distinguisherMethod` defines how to compute the flow distinguisher for requests that match this schema. `nil` specifies that the distinguisher is disabled and thus will always be the empty string.",
+        ),
+        AGE,
+        Column(
+            "MissingPL",
+            description="references a broken or non-existent PriorityLevelConfiguration",
+        ),
+    ),
+    cells=_flow_schema_cells,
+)
+
+
+def _priority_level_cells(pl: Obj, now: datetime) -> list[Any]:
+    """NAME TYPE NOMINALCONCURRENCYSHARES QUEUES HANDSIZE QUEUELENGTHLIMIT AGE; ``<none>``
+    where the level has no such setting (exempt, or rejecting instead of queuing)."""
+    spec = _spec(pl)
+    limited = spec.get("limited") or {}
+    queuing = (limited.get("limitResponse") or {}).get("queuing") or {}
+    shares = limited.get("nominalConcurrencyShares", "<none>") if limited else "<none>"
+    return [
+        _meta(pl).get("name", ""),
+        spec.get("type") or "",
+        shares,
+        queuing.get("queues", "<none>"),
+        queuing.get("handSize", "<none>"),
+        queuing.get("queueLengthLimit", "<none>"),
+        _age(pl, now),
+    ]
+
+
+PRIORITY_LEVEL_PRINTER = TablePrinter(
+    columns=(
+        NAME,
+        Column(
+            "Type",
+            description="`type` indicates whether this priority level is subject to limitation on request execution.",
+        ),
+        Column(
+            "NominalConcurrencyShares",
+            description="`nominalConcurrencyShares` (NCS) contributes to the computation of the NominalConcurrencyLimit (NominalCL) of this level.",
+        ),
+        Column("Queues", description="`queues` is the number of queues for this priority level."),
+        Column(
+            "HandSize",
+            description="`handSize` is a small positive number that configures the shuffle sharding of requests into queues.",
+        ),
+        Column(
+            "QueueLengthLimit",
+            description="`queueLengthLimit` is the maximum number of requests allowed to be waiting in a given queue of this priority level at a time.",
+        ),
+        AGE,
+    ),
+    cells=_priority_level_cells,
+)
+
 # ---- configuration: configmaps, secrets, service accounts
 
 
@@ -1373,6 +1467,8 @@ PRINTERS: dict[tuple[str, str], TablePrinter] = {
     ("", "Namespace"): NAMESPACE_PRINTER,
     ("", "Service"): SERVICE_PRINTER,
     ("coordination.k8s.io", "Lease"): LEASE_PRINTER,
+    ("flowcontrol.apiserver.k8s.io", "FlowSchema"): FLOW_SCHEMA_PRINTER,
+    ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"): PRIORITY_LEVEL_PRINTER,
     ("", "ConfigMap"): CONFIGMAP_PRINTER,
     ("", "Secret"): SECRET_PRINTER,
     ("", "ServiceAccount"): SERVICE_ACCOUNT_PRINTER,

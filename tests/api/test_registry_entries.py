@@ -158,6 +158,18 @@ def test_every_served_resource_is_registered_with_kubernetes_names() -> None:
             False,
             (),
         ),
+        ("flowcontrol.apiserver.k8s.io", "v1", "flowschemas"): (
+            "FlowSchema",
+            "flowschema",
+            False,
+            (),
+        ),
+        ("flowcontrol.apiserver.k8s.io", "v1", "prioritylevelconfigurations"): (
+            "PriorityLevelConfiguration",
+            "prioritylevelconfiguration",
+            False,
+            (),
+        ),
         ("scheduling.k8s.io", "v1", "priorityclasses"): (
             "PriorityClass",
             "priorityclass",
@@ -202,6 +214,7 @@ def test_lookups_by_any_name() -> None:
         "authentication.k8s.io": ["v1"],
         "apiextensions.k8s.io": ["v1"],
         "admissionregistration.k8s.io": ["v1"],
+        "flowcontrol.apiserver.k8s.io": ["v1"],
         "scheduling.k8s.io": ["v1"],
     }
     pods, deployments = REGISTRY.resolve("pods"), REGISTRY.resolve("deploy")

@@ -550,6 +550,48 @@ SAMPLES: dict[tuple[str, str], Sample] = {
             "spec": {"policyName": NAME, "validationActions": ["Deny"]},
         }
     ),
+    ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"): Sample(
+        {
+            "apiVersion": "flowcontrol.apiserver.k8s.io/v1",
+            "kind": "PriorityLevelConfiguration",
+            "metadata": {"name": NAME},
+            "spec": {
+                "type": "Limited",
+                "limited": {
+                    "nominalConcurrencyShares": 10,
+                    "limitResponse": {
+                        "type": "Queue",
+                        "queuing": {"queues": 16, "handSize": 4, "queueLengthLimit": 20},
+                    },
+                },
+            },
+        }
+    ),
+    ("flowcontrol.apiserver.k8s.io", "FlowSchema"): Sample(
+        {
+            "apiVersion": "flowcontrol.apiserver.k8s.io/v1",
+            "kind": "FlowSchema",
+            "metadata": {"name": NAME},
+            "spec": {
+                "priorityLevelConfiguration": {"name": "workload-low"},
+                "matchingPrecedence": 5000,
+                "distinguisherMethod": {"type": "ByUser"},
+                "rules": [
+                    {
+                        "subjects": [{"kind": "User", "user": {"name": "alice"}}],
+                        "resourceRules": [
+                            {
+                                "verbs": ["get"],
+                                "apiGroups": [""],
+                                "resources": ["pods"],
+                                "namespaces": ["*"],
+                            }
+                        ],
+                    }
+                ],
+            },
+        }
+    ),
 }
 
 # Subresources that answer with no typed object (they stream or proxy to a kubelet or a pod).

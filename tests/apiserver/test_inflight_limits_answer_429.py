@@ -25,6 +25,8 @@ from tests.apiserver.conftest import TOO_MANY, EventReader, MakeApi
 from tests.factories import pod
 
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
+POOLS = {"enable_priority_and_fairness": False}
+"""The two in-flight pools rather than priority and fairness, which exempts this port's admin."""
 LEASES_FROM_STORE = LEASES + "?limit=500"
 """A list the store answers: one with a limit is read from it, while a consistent list without
 may be served from a watch cache that is current (``services.apiserver.listing``)."""
@@ -100,7 +102,9 @@ async def test_lists_over_the_read_only_limit_get_429_and_watches_are_not_counte
     make_api: MakeApi,
 ) -> None:
     store = GatedStore(open_store("memory://"))
-    api = await make_api(store=store, max_requests_inflight=2, max_mutating_requests_inflight=1)
+    api = await make_api(
+        store=store, max_requests_inflight=2, max_mutating_requests_inflight=1, **POOLS
+    )
     client = api.client
     store.armed = True
     held = [asyncio.create_task(api.get(LEASES_FROM_STORE)) for _ in range(2)]
@@ -136,7 +140,9 @@ async def test_writes_over_the_mutating_limit_get_429_and_reads_still_pass(
     make_api: MakeApi,
 ) -> None:
     store = GatedStore(open_store("memory://"))
-    api = await make_api(store=store, max_requests_inflight=1, max_mutating_requests_inflight=1)
+    api = await make_api(
+        store=store, max_requests_inflight=1, max_mutating_requests_inflight=1, **POOLS
+    )
     store.armed = True
     held = asyncio.create_task(api.post(LEASES, lease("held")))
     await store.held(1)
@@ -164,7 +170,9 @@ async def test_writes_over_the_mutating_limit_get_429_and_reads_still_pass(
 
 async def test_zero_means_no_limit(make_api: MakeApi) -> None:
     store = GatedStore(open_store("memory://"))
-    api = await make_api(store=store, max_requests_inflight=0, max_mutating_requests_inflight=0)
+    api = await make_api(
+        store=store, max_requests_inflight=0, max_mutating_requests_inflight=0, **POOLS
+    )
     store.armed = True
     held = [asyncio.create_task(api.get(LEASES_FROM_STORE)) for _ in range(5)]
     await store.held(5)  # all five reached the store: none was turned away

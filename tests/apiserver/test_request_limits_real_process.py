@@ -1,5 +1,6 @@
 """The real ``kubelite apiserver`` with ``--max-requests-inflight=1`` and
-``--max-mutating-requests-inflight=1``: kube-apiserver's 429 over the limit, understood by the
+``--max-mutating-requests-inflight=1`` and priority and fairness off (its insecure-port admin is
+exempt from it): kube-apiserver's 429 over the limit, understood by the
 official Python client and retried by kubectl; watches take no slot; normal service afterwards.
 
 A mutating slot is held deterministically by a client that sends a POST's head with
@@ -29,7 +30,11 @@ from tests.kubectl.harness import kubectl_binary
 pytestmark = pytest.mark.e2e
 
 PODS = "/api/v1/namespaces/default/pods"
-LIMITS = ["--max-requests-inflight=1", "--max-mutating-requests-inflight=1"]
+LIMITS = [
+    "--max-requests-inflight=1",
+    "--max-mutating-requests-inflight=1",
+    "--enable-priority-and-fairness=false",  # the two pools, not priority levels
+]
 
 
 class HeldPost:
