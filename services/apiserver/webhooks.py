@@ -623,15 +623,20 @@ async def mutate_delete(request: web.Request, attrs: Attributes, old: Obj) -> No
 
 
 def _patch_ops(hook: Hook, response: Obj) -> list[Any]:
-    """The JSONPatch operations of a webhook's answer (none without a patch)."""
+    """The JSONPatch operations of a webhook's answer (none without a patch); an undecodable
+    patch is a failed call, which ``failurePolicy: Ignore`` skips."""
     if not response.get("patch"):
         return []
     try:
         ops = json.loads(base64.b64decode(str(response["patch"]), validate=True))
     except (binascii.Error, ValueError) as exc:
-        raise _call_failed(
-            hook, CallFailed(f"received undecodable patch in webhook response: {exc}")
-        ) from exc
+        failed = CallFailed(f"received undecodable patch in webhook response: {exc}")
+        if hook.ignores_failure:
+            log.warning(
+                "webhook %s failed and is ignored (failurePolicy Ignore): %s", hook.name, failed
+            )
+            return []
+        raise _call_failed(hook, failed) from exc
     return ops if isinstance(ops, list) else [ops]
 
 
