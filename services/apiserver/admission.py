@@ -37,7 +37,7 @@ from api.registry import ResourceType
 from api.storage import is_default_class
 from services.apiserver import validating_policy, webhooks
 from services.apiserver.context import ApiContext
-from services.apiserver.priority_admission import admit_priority
+from services.apiserver.priority_admission import admit_priority, admit_priority_update
 from services.apiserver.serviceaccount_admission import admit_pod
 from services.apiserver.webhooks import Attributes
 
@@ -46,6 +46,7 @@ __all__ = [
     "admit_create",
     "admit_delete",
     "admit_delete_dynamically",
+    "admit_update",
     "mutate_dynamically",
     "validate_dynamically",
 ]
@@ -101,6 +102,13 @@ async def admit_create(
     if obj is not None and rt.group == "" and rt.kind == "Pod":
         await admit_pod(ctx, obj, namespace=namespace)
         await admit_priority(ctx, rt, obj, name=name)
+
+
+async def admit_update(ctx: ApiContext, rt: ResourceType, new: Obj, *, old: Obj) -> None:
+    """The built-in mutating admission of an update (``new`` changed in place): a pod keeps the
+    priority it was given, and a PriorityClass becomes the default only while no other is
+    (``priority_admission``)."""
+    await admit_priority_update(ctx, rt, new, old=old)
 
 
 async def _default_storage_class(ctx: ApiContext, claim: dict[str, Any]) -> None:

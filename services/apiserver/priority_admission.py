@@ -11,17 +11,16 @@ its value; Kubernetes resolves it when a pod is created, not the scheduler. As
   lowest value when a race left several marked) — or, without one, priority 0;
 * a pod that says a ``priority`` or ``preemptionPolicy`` other than the computed one is refused
   (403, Kubernetes' words);
-* a PriorityClass created ``globalDefault`` while another one is refused (403 ``PriorityClass X
-  is already marked as default. Only one default can exist``).
+* a PriorityClass created ``globalDefault``, or updated to be, while another one is refused
+  (403 ``PriorityClass X is already marked as default. Only one default can exist``);
+* an update of a pod that leaves out ``priority`` or ``preemptionPolicy`` keeps the ones it
+  was given (pod validation refuses any other change to them).
 
 Classes are read from the priorityclasses watch cache (the store until it is ready).
 
-Limits: admission runs on creates only here — marking an existing class ``globalDefault`` by an
-update is not checked against another default, and an update of a pod that leaves out the
-``preemptionPolicy`` its class gave it is refused by pod validation rather than given it back;
-a pod without a class and without a default gets no ``preemptionPolicy`` (Kubernetes writes
-``PreemptLowerPriority``); two concurrent creates of default classes may both pass, as in
-Kubernetes.
+Limits: a pod without a class and without a default gets no ``preemptionPolicy`` (Kubernetes
+writes ``PreemptLowerPriority``); two concurrent writes of default classes may both pass, as in
+Kubernetes (the lowest value then wins).
 """
 
 from __future__ import annotations
@@ -33,7 +32,7 @@ from api.registry import ResourceType
 from services.apiserver.context import ApiContext
 from services.apiserver.predicate import Predicate
 
-__all__ = ["admit_priority"]
+__all__ = ["admit_priority", "admit_priority_update"]
 
 Obj = dict[str, Any]
 
@@ -45,14 +44,33 @@ async def admit_priority(ctx: ApiContext, rt: ResourceType, obj: Obj, *, name: s
     if (rt.group, rt.kind) == ("", "Pod"):
         await _admit_pod(ctx, obj, name=name)
     elif (rt.group, rt.kind) == (GROUP, "PriorityClass") and obj.get("globalDefault") is True:
-        default = _global_default(await _classes(ctx))
-        if default is not None:
-            raise _forbidden(
-                rt,
-                name,
-                f"PriorityClass {default['metadata']['name']} is already marked as default."
-                " Only one default can exist",
-            )
+        await _one_default(ctx, rt, name, updating=False)
+
+
+async def admit_priority_update(ctx: ApiContext, rt: ResourceType, new: Obj, *, old: Obj) -> None:
+    """The Priority plugin on an update of ``old`` to ``new`` (a pod is changed in place)."""
+    if (rt.group, rt.kind) == ("", "Pod"):
+        spec, old_spec = new.get("spec"), old.get("spec")
+        if isinstance(spec, dict) and isinstance(old_spec, dict):
+            for key in ("priority", "preemptionPolicy"):
+                if spec.get(key) is None and old_spec.get(key) is not None:
+                    spec[key] = old_spec[key]
+    elif (rt.group, rt.kind) == (GROUP, "PriorityClass") and new.get("globalDefault") is True:
+        await _one_default(ctx, rt, str(new["metadata"]["name"]), updating=True)
+
+
+async def _one_default(ctx: ApiContext, rt: ResourceType, name: str, *, updating: bool) -> None:
+    """Refuse a class becoming the default while another is (an update of the default itself
+    passes)."""
+    default = _global_default(await _classes(ctx))
+    if default is None or (updating and default["metadata"]["name"] == name):
+        return
+    raise _forbidden(
+        rt,
+        name,
+        f"PriorityClass {default['metadata']['name']} is already marked as default."
+        " Only one default can exist",
+    )
 
 
 async def _admit_pod(ctx: ApiContext, pod: Obj, *, name: str) -> None:

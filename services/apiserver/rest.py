@@ -43,7 +43,12 @@ from services.apiserver import (
     subresources,
     watch,
 )
-from services.apiserver.admission import admit_create, mutate_dynamically, validate_dynamically
+from services.apiserver.admission import (
+    admit_create,
+    admit_update,
+    mutate_dynamically,
+    validate_dynamically,
+)
 from services.apiserver.apply import apply_options, apply_to, record_update
 from services.apiserver.codec import PatchType, read_object, read_patch
 from services.apiserver.context import CONTEXT, ApiContext
@@ -300,6 +305,7 @@ async def update(request: web.Request, ctx: ApiContext, target: Target) -> web.R
             carry_over_allocations(new, current)
         default_object(rt, new)
         record_update(request, rt, old=current, new=new)
+        await admit_update(ctx, rt, new, old=current)
         attrs = _attributes(request, target, UPDATE, name)
         new = await mutate_dynamically(request, attrs, new, old=current)
         validate_object(rt, new, old=current)
@@ -372,6 +378,7 @@ async def patch(request: web.Request, ctx: ApiContext, target: Target) -> web.Re
         default_object(rt, new)
         if not applying:
             record_update(request, rt, old=current, new=new)
+        await admit_update(ctx, rt, new, old=current)
         attrs = _attributes(request, target, UPDATE, name)
         new = await mutate_dynamically(request, attrs, new, old=current)
         validate_object(rt, new, old=current)

@@ -63,3 +63,22 @@ async def test_the_one_global_default_class_applies_to_pods_without_one(api: Api
         'priorityclasses.scheduling.k8s.io "other" is forbidden: PriorityClass base is already'
         " marked as default. Only one default can exist"
     )
+
+
+async def test_updates_keep_one_default_and_a_pods_priority(api: Api) -> None:
+    await api.ok("POST", CLASSES, priority_class("first", 1, globalDefault=True))
+    second = await api.ok("POST", CLASSES, priority_class("second", 2))
+    status, body = await api.put(f"{CLASSES}/second", {**second, "globalDefault": True})
+    assert status == 403, body
+    assert "PriorityClass first is already marked as default" in body["message"]
+    status, body = await api.patch(f"{CLASSES}/second", {"globalDefault": True})
+    assert status == 403, body
+    status, body = await api.patch(f"{CLASSES}/first", {"description": "still the default"})
+    assert status == 200, body
+
+    created = await api.ok("POST", PODS, pod("kept", priorityClassName="second"))
+    bare = {**created, "spec": dict(created["spec"])}
+    del bare["spec"]["priority"], bare["spec"]["preemptionPolicy"]
+    updated = await api.ok("PUT", f"{PODS}/kept", bare)
+    assert updated["spec"]["priority"] == 2
+    assert updated["spec"]["preemptionPolicy"] == "PreemptLowerPriority"
