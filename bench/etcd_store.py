@@ -7,7 +7,7 @@ the same moment. One etcd member (``kubelite.testing.etcd``) serves three measur
 * ``raw etcd puts``: plain ``/v3/kv/put`` POSTs through aiohttp to etcd's JSON gateway — the
   same client the store uses, with no compare and no store on top (the ceiling);
 * ``store.create``: ``store.etcd.EtcdStore.create`` in this process (txn on
-  ``create_revision == 0``, one write in flight per store, as the apiserver runs it);
+  ``create_revision == 0``, as many in flight as ``--concurrency``, as the apiserver runs it);
 * ``kubelite API creates``: ConfigMaps POSTed to a real apiserver process on ``--store etcd://``
   (validation, admission, JSON, HTTP, then the store).
 

@@ -50,10 +50,12 @@ etcd's own words ("etcdserver: request is too large"; 413). A watch whose stream
 reopened from its last revision on the next reachable member, for as long as etcd is away
 (a watch has no deadline; it ends only as the contract says).
 
-**Write order.** One store sends one write at a time, so its writes take revisions in the order
-they were made (as SQLite's single writer does; the conformance suite relies on it). That
-caps one apiserver's writes at etcd's single-request rate (the 327/s above); reads and watches
-run in parallel.
+**Writes in flight.** A store sends its writes concurrently (one connection each, up to
+aiohttp's 100 per store); etcd orders them itself, giving each the next revision as it applies
+it. So writes made one after another (the second started once the first returned) take
+increasing revisions, and writes made at once take them in whatever order etcd applies them —
+as with several apiservers on one etcd. Nothing relies on more: the conformance suite compares
+revisions writes returned, never the order they were started in.
 
 **Leases.** A write with a ``ttl`` (the apiserver gives Events ``--event-ttl``) attaches the key
 to an etcd lease, so etcd deletes it on expiry (a DELETED event like any other). As Kubernetes'
@@ -369,9 +371,6 @@ class EtcdStore:
         self._gateway = _Gateway(self.endpoints, tls=tls, timeout=timeout)
         self._watch_buffer = watch_buffer
         self._probe_lock = asyncio.Lock()
-        self._write_order = asyncio.Lock()
-        """One write in flight, so this store's writes take revisions in the order they were
-        made, as with SQLite's single writer (``asyncio.Lock`` wakes its waiters in order)."""
         self._compacted = 0
         """etcd's compacted revision as far as this store knows (probed on the first call)."""
         self._probed = False
@@ -701,16 +700,15 @@ class EtcdStore:
     async def _apply(
         self, compare: dict[str, Any], success: dict[str, Any], failure: dict[str, Any]
     ) -> dict[str, Any]:
-        async with self._write_order:
-            return await self._call(
-                "/v3/kv/txn",
-                {
-                    "compare": [{"result": "EQUAL", **compare}],
-                    "success": [success],
-                    "failure": [failure],
-                },
-                write=True,
-            )
+        return await self._call(
+            "/v3/kv/txn",
+            {
+                "compare": [{"result": "EQUAL", **compare}],
+                "success": [success],
+                "failure": [failure],
+            },
+            write=True,
+        )
 
     async def _lease(self, ttl: float, *, fresh: bool = False) -> str:
         """The ID of a lease that expires between ``ttl`` and ``ttl`` + the reuse window from
