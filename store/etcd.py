@@ -4,12 +4,14 @@ Why: SQLite serves one apiserver on one machine. A cluster that outgrows that ke
 etcd, exactly as Kubernetes does, and every compare-and-swap of the store contract
 (``store.base``) becomes an etcd transaction:
 
-* resourceVersion = etcd ``mod_revision`` (below); ``create`` is a txn
-  on ``create_revision == 0``, ``update`` / guarded ``delete`` a txn on ``mod_revision``, whose
+* resourceVersion = etcd ``mod_revision`` (below); ``create`` is a txn on
+  ``create_revision == 0``, ``update`` / guarded ``delete`` a txn on ``mod_revision``, whose
   failure branch reads the key so a lost race reports the current value;
 * ``list`` is one range read at a revision (``limit`` / ``start_after`` page it, every page at the
   first page's revision); ``watch`` is one etcd watch per call, from a revision, with
-  ``prev_kv``, so a DELETED event carries the last value and MODIFIED its predecessor;
+  ``prev_kv``, so a DELETED event carries the last value and MODIFIED its predecessor, and —
+  when the caller gives ``on_progress`` — with ``progress_notify``: etcd's progress
+  notifications reach the caller in stream order (``store.base``);
 * ``compact`` is etcd's compaction (``physical``: it returns once the data is gone); a read or
   watch below it raises ``Compacted``, which the apiserver answers 410 Expired as today.
 
@@ -20,8 +22,8 @@ measuring both with ``bench/etcd_clients.py`` against one etcd 3.4 member on thi
 opens only plaintext channels to a single endpoint and ships no type information, while TLS to
 etcd and failover across members are required here; the gateway needs no new dependency
 (aiohttp is already kubelite's HTTP stack), takes a TLS client context and any member as
-endpoint, and its 500+ creates/s stay above what an apiserver create costs
-(``bench/etcd_store.py`` prints that ratio).
+endpoint, and with several writes in flight its creates/s stay well above what an apiserver
+create costs (``bench/etcd_store.py`` prints that ratio).
 
 **Keys.** The contract's keys are the apiserver's own (``/registry/<group>/<resource>/...``, as
 on every backend); in etcd they are laid out as kube-apiserver lays them out
@@ -64,9 +66,18 @@ lease manager does, a lease is granted for ``ttl`` plus a reuse window (5% of ``
 per window, not per Event, so a key lives between ``ttl`` and ``ttl`` + the window after its
 last write. etcd raises a TTL below its minimum (about 2 s) to that minimum.
 
-What it does not do: cap the keys per lease (Kubernetes starts a new lease after 1000);
-progress notifications (the contract's watch yields only events, it has no bookmark; several
-apiservers will need them); a watch cache of its own (the apiserver has one).
+**Progress.** etcd sends a watch that asked for them a progress notification every
+``--experimental-watch-progress-notify-interval`` (10 minutes by default; kubelite's tests start
+members with 0.2 s) once it has received every event. kube-apiserver asks for one on demand
+(``RequestProgress``) instead; that is a message sent on an open watch stream, and etcd 3.4's
+JSON gateway cannot take one: its Go HTTP/1.1 server reads no more of a request body once it has
+begun the answer, so a watch stream's request ends with its creation.
+
+What it does not do: ask for progress on demand (above; the apiserver's consistent lists fall
+back to a store read when the cache is not known current); cap the keys per lease (Kubernetes
+starts a new lease after 1000); keep a listing across resources (prefix ``""``) in the
+contract's key order — it comes in Kubernetes' (``store.etcd_keys``); a watch cache of its own
+(the apiserver has one).
 """
 
 from __future__ import annotations
