@@ -70,8 +70,9 @@ last write. etcd raises a TTL below its minimum (about 2 s) to that minimum.
 ``--experimental-watch-progress-notify-interval`` (10 minutes by default; kubelite's tests start
 members with 0.2 s) once it has received every event. kube-apiserver asks for one on demand
 (``RequestProgress``) instead; that is a message sent on an open watch stream, and etcd 3.4's
-JSON gateway cannot take one: its Go HTTP/1.1 server reads no more of a request body once it has
-begun the answer, so a watch stream's request ends with its creation.
+JSON gateway did not take one: a watch whose request body stayed open to carry it (chunked: the
+create request, later a progress request) got no answer at all from etcd 3.4.23 — its Go HTTP/1.1
+server (Go 1.19) is not full duplex — so a watch stream's request ends with its creation.
 
 What it does not do: ask for progress on demand (above; the apiserver's consistent lists fall
 back to a store read when the cache is not known current); cap the keys per lease (Kubernetes
