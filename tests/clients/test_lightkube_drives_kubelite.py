@@ -5,10 +5,11 @@ PriorityClass, a built-in kind served from its schema, through lightkube's typed
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import contextlib
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
-from lightkube import ApiError, Client, KubeConfig
+from lightkube import ApiError, AsyncClient, Client, KubeConfig
 from lightkube.generic_resource import create_namespaced_resource
 from lightkube.models.core_v1 import Container, PodSpec
 from lightkube.models.meta_v1 import ObjectMeta
@@ -25,12 +26,12 @@ GROUP = "lightkube.example.com"
 Widget = create_namespaced_resource(GROUP, "v1", "Widget", "widgets")
 
 
-@pytest.fixture
-def client(clients_apiserver: ComponentProcess) -> Iterator[Client]:
-    # a kubeconfig as kubectl writes one (lightkube's from_server leaves out the user it needs)
-    config = KubeConfig.from_dict(
+def kubeconfig(server: str) -> KubeConfig:
+    """A kubeconfig as kubectl writes one (lightkube's ``from_server`` leaves out the user its
+    clients insist on)."""
+    return KubeConfig.from_dict(
         {
-            "clusters": [{"name": "kubelite", "cluster": {"server": clients_apiserver.url}}],
+            "clusters": [{"name": "kubelite", "cluster": {"server": server}}],
             "users": [{"name": "anonymous", "user": {}}],
             "contexts": [
                 {
@@ -41,6 +42,11 @@ def client(clients_apiserver: ComponentProcess) -> Iterator[Client]:
             "current-context": "kubelite",
         }
     )
+
+
+@pytest.fixture
+def client(clients_apiserver: ComponentProcess) -> Iterator[Client]:
+    config = kubeconfig(clients_apiserver.url)
     lk = Client(config=config, field_manager="lightkube-test", trust_env=False)
     try:
         yield lk
@@ -168,3 +174,28 @@ def test_priority_class_is_a_typed_kind(client: Client) -> None:
     names = {pc.metadata.name for pc in client.list(PriorityClass)}
     assert {"lk-pc", "system-node-critical", "system-cluster-critical"} <= names
     client.delete(PriorityClass, "lk-pc")
+
+
+@pytest.fixture
+async def async_client(clients_apiserver: ComponentProcess) -> AsyncIterator[AsyncClient]:
+    lk = AsyncClient(config=kubeconfig(clients_apiserver.url), trust_env=False)
+    try:
+        yield lk
+    finally:
+        await lk.close()
+
+
+async def test_the_async_client_lists_and_watches(async_client: AsyncClient) -> None:
+    listed = async_client.list(ConfigMap, labels={"suite": "lk-async"})
+    assert [cm async for cm in listed] == []
+    await async_client.create(
+        ConfigMap(metadata=ObjectMeta(name="lk-async", labels={"suite": "lk-async"}))
+    )
+    watch = async_client.watch(
+        ConfigMap, labels={"suite": "lk-async"}, resource_version=listed.resourceVersion
+    )
+    async with contextlib.aclosing(watch) as events:  # closes the stream after the break
+        async for event, obj in events:
+            assert (event, obj.metadata.name) == ("ADDED", "lk-async")
+            break
+    await async_client.delete(ConfigMap, "lk-async")
