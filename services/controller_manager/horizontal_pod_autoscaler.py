@@ -85,11 +85,13 @@ _UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 class _Unscalable(Exception):
     """The metrics give no replica count: ``reason`` and ``message`` for ``ScalingActive``."""
 
-    def __init__(self, reason: str, message: str, *, event: str) -> None:
+    def __init__(self, reason: str, message: str, *, event: str, said: str | None = None) -> None:
         super().__init__(message)
         self.reason = reason
         self.message = message
         self.event = event
+        self.said = message if said is None else said
+        """The event's message."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,11 +199,34 @@ class HorizontalPodAutoscalerController:
 
     async def _reconcile(self, hpa: Obj, key: str) -> None:
         now = self.clock.now()
-        stamp = format_time(now)
-        spec, before = hpa["spec"], copy.deepcopy(hpa.get("status") or {})
+        before = copy.deepcopy(hpa.get("status") or {})
         status: Obj = copy.deepcopy(before)
-        ref = spec.get("scaleTargetRef") or {}
-        namespace = hpa["metadata"]["namespace"]
+        found = await self._read_scale(hpa, status, now)
+        if found is not None:
+            target, scale = found
+            current = int((scale.get("spec") or {}).get("replicas") or 0)
+            self.normalizer.record_initial(key, current, now=now)
+            status.update(
+                currentReplicas=current, observedGeneration=hpa["metadata"].get("generation")
+            )
+            wanted = await self._recommend(hpa, key, scale, status, now)
+            if wanted is not None:
+                desired, reason = wanted
+                status["desiredReplicas"] = desired
+                if desired != current and await self._rescale(
+                    hpa, target, scale, status, desired=desired, reason=reason
+                ):
+                    self.normalizer.record_scaling(
+                        key, hpa["spec"].get("behavior"), before=current, after=desired, now=now
+                    )
+                    status["lastScaleTime"] = format_time(now)
+        await self._write_status(hpa, before, status)
+
+    async def _read_scale(
+        self, hpa: Obj, status: Obj, now: datetime
+    ) -> tuple[ResourceType, Obj] | None:
+        """The target's kind and ``/scale``; None (and ``FailedGetScale``) when unreadable."""
+        ref = hpa["spec"].get("scaleTargetRef") or {}
         target = _target_type(ref)
         try:
             if target is None:
@@ -210,74 +235,67 @@ class HorizontalPodAutoscalerController:
                     f'"{ref.get("apiVersion")}" with a scale subresource'
                 )
             scale = await self.client.get(
-                target, str(ref.get("name")), namespace=namespace, subresource="scale"
-            )
+                target, str(ref.get("name")), namespace=hpa["metadata"]["namespace"],
+                subresource="scale",
+            )  # fmt: skip
         except StatusError as exc:
             _set_condition(
                 status, "AbleToScale", False, "FailedGetScale",
-                f"the HPA controller was unable to get the target's current scale: {exc}", stamp,
+                f"the HPA controller was unable to get the target's current scale: {exc}",
+                format_time(now),
             )  # fmt: skip
             self.recorder.event(hpa, "Warning", "FailedGetScale", str(exc))
-            await self._write_status(hpa, before, status)
-            return
+            return None
         _set_condition(
             status, "AbleToScale", True, "SucceededGetScale",
-            "the HPA controller was able to get the target's current scale", stamp,
+            "the HPA controller was able to get the target's current scale", format_time(now),
         )  # fmt: skip
-        current = int((scale.get("spec") or {}).get("replicas") or 0)
-        self.normalizer.record_initial(key, current, now=now)
+        return target, scale
+
+    async def _recommend(
+        self, hpa: Obj, key: str, scale: Obj, status: Obj, now: datetime
+    ) -> tuple[int, str] | None:
+        """The replicas to set and why; None when the autoscaler must leave the target alone
+        (scaling disabled, or no metric gives a count — its conditions say which)."""
+        spec, stamp = hpa["spec"], format_time(now)
+        current = int(status["currentReplicas"])
         minimum, maximum = int(spec.get("minReplicas") or 1), int(spec["maxReplicas"])
-        status.update(currentReplicas=current, observedGeneration=hpa["metadata"].get("generation"))
         if current == 0 and minimum != 0:
             _set_condition(
                 status, "ScalingActive", False, "ScalingDisabled",
                 "scaling is disabled since the replica count of the target is zero", stamp,
             )  # fmt: skip
             status["desiredReplicas"] = 0
-            await self._write_status(hpa, before, status)
-            return
+            return None
         if current > maximum:
-            desired, reason = maximum, "Current number of replicas above Spec.MaxReplicas"
-        elif current < minimum:
-            desired, reason = minimum, "Current number of replicas below Spec.MinReplicas"
-        else:
-            try:
-                proposal = await self._replicas_for_metrics(hpa, scale, current, now)
-            except _Unscalable as failed:
-                _set_condition(status, "ScalingActive", False, failed.reason, failed.message, stamp)
-                self.recorder.event(hpa, "Warning", failed.event, failed.message)
-                status["desiredReplicas"] = current
-                await self._write_status(hpa, before, status)
-                return
-            status["currentMetrics"] = proposal.statuses or None
-            _set_condition(
-                status, "ScalingActive", True, "ValidMetricFound",
-                f"the HPA was able to successfully calculate a replica count from {proposal.metric}",
-                stamp,
-            )  # fmt: skip
-            decision = self._normalize(key, spec, current, proposal.replicas, now)
-            _set_condition(
-                status, "AbleToScale", True,
-                decision.stabilized_reason, decision.stabilized_message, stamp,
-            )  # fmt: skip
-            _set_condition(
-                status, "ScalingLimited", decision.limited,
-                decision.limit_reason, decision.limit_message, stamp,
-            )  # fmt: skip
-            desired = decision.replicas
-            reason = (
-                f"{proposal.metric} above target"
-                if desired > current
-                else "All metrics below target"
-            )
-        status["desiredReplicas"] = desired
-        if desired != current:
-            await self._rescale(hpa, target, scale, status, desired=desired, reason=reason)
-            self.normalizer.record_scaling(
-                key, spec.get("behavior"), before=current, after=desired, now=now
-            )
-            status["lastScaleTime"] = stamp
-        await self._write_status(hpa, before, status)
+            return maximum, "Current number of replicas above Spec.MaxReplicas"
+        if current < minimum:
+            return minimum, "Current number of replicas below Spec.MinReplicas"
+        try:
+            proposal = await self._replicas_for_metrics(hpa, scale, current, now)
+        except _Unscalable as failed:
+            _set_condition(status, "ScalingActive", False, failed.reason, failed.message, stamp)
+            self.recorder.event(hpa, "Warning", failed.event, failed.said)
+            status["desiredReplicas"] = current
+            return None
+        status["currentMetrics"] = proposal.statuses or None
+        _set_condition(
+            status, "ScalingActive", True, "ValidMetricFound",
+            f"the HPA was able to successfully calculate a replica count from {proposal.metric}",
+            stamp,
+        )  # fmt: skip
+        decision = self._normalize(key, spec, current, proposal.replicas, now)
+        _set_condition(
+            status, "AbleToScale", True,
+            decision.stabilized_reason, decision.stabilized_message, stamp,
+        )  # fmt: skip
+        _set_condition(
+            status, "ScalingLimited", decision.limited,
+            decision.limit_reason, decision.limit_message, stamp,
+        )  # fmt: skip
+        if decision.replicas > current:
+            return decision.replicas, f"{proposal.metric} above target"
+        return decision.replicas, "All metrics below target"
 
     def _normalize(
         self, key: str, spec: Obj, current: int, desired: int, now: datetime
@@ -295,8 +313,9 @@ class HorizontalPodAutoscalerController:
 
     async def _rescale(
         self, hpa: Obj, target: ResourceType, scale: Obj, status: Obj, *, desired: int, reason: str
-    ) -> None:
-        """Write ``desired`` to the target's ``/scale``; a refusal is recorded and raised."""
+    ) -> bool:
+        """Write ``desired`` to the target's ``/scale``; whether it was taken (a refusal is a
+        ``FailedRescale`` event and ``AbleToScale`` False, ``FailedUpdateScale``)."""
         stamp = format_time(self.clock.now())
         current = int((scale.get("spec") or {}).get("replicas") or 0)
         scale = copy.deepcopy(scale)
@@ -309,12 +328,10 @@ class HorizontalPodAutoscalerController:
                 f"the HPA controller was unable to update the target scale: {exc}", stamp,
             )  # fmt: skip
             self.recorder.event(
-                hpa,
-                "Warning",
-                "FailedRescale",
+                hpa, "Warning", "FailedRescale",
                 f"New size: {desired}; reason: {reason}; error: {exc}",
-            )
-            raise
+            )  # fmt: skip
+            return False
         _set_condition(
             status, "AbleToScale", True, "SucceededRescale",
             f"the HPA controller was able to update the target scale to {desired}", stamp,
@@ -326,6 +343,7 @@ class HorizontalPodAutoscalerController:
             "autoscaler %s: %s %s scaled from %d to %d (%s)",
             object_key(hpa), target.kind, scale["metadata"]["name"], current, desired, reason,
         )  # fmt: skip
+        return True
 
     async def _write_status(self, hpa: Obj, before: Obj, status: Obj) -> None:
         status = {k: v for k, v in status.items() if v is not None}
@@ -361,14 +379,16 @@ class HorizontalPodAutoscalerController:
         for metric in specs:
             kind = metric.get("type")
             if kind not in ("Resource", "ContainerResource"):
+                problem = f"kubelite serves no {kind} metrics"
                 failures.append(
                     _Unscalable(
                         "InvalidMetricSourceType",
-                        f"the HPA was unable to compute the replica count: "
-                        f"kubelite serves no {kind} metrics",
-                        event="FailedGetExternalMetric",
+                        f"the HPA was unable to compute the replica count: {problem}",
+                        event=f"FailedGet{kind}Metric",
+                        said=problem,
                     )
                 )
+                self.recorder.event(hpa, "Warning", f"FailedGet{kind}Metric", problem)
                 continue
             if usage is None:
                 usage = await self._pod_metrics(namespace, selector_text)
@@ -380,6 +400,7 @@ class HorizontalPodAutoscalerController:
                         "FailedGetResourceMetric",
                         f"the HPA was unable to compute the replica count: {exc}",
                         event="FailedGetResourceMetric",
+                        said=str(exc),
                     )
                 )
                 self.recorder.event(hpa, "Warning", "FailedGetResourceMetric", str(exc))
@@ -393,6 +414,8 @@ class HorizontalPodAutoscalerController:
                 first.reason,
                 first.message,
                 event="FailedComputeMetricsReplicas",
+                said=f"invalid metrics ({len(failures)} invalid out of {len(specs)}), "
+                f"first error is: {first.said}",
             ) from None
         return _Answer(best.replicas, best.metric, statuses)
 

@@ -73,6 +73,10 @@ def ready(pod: Obj) -> bool:
     )
 
 
+def first(objects: list[Obj]) -> Obj:
+    return objects[0] if objects else {}
+
+
 def condition(hpa: Obj | None, kind: str) -> Obj:
     conditions = ((hpa or {}).get("status") or {}).get("conditions") or []
     return next((c for c in conditions if c["type"] == kind), {})
@@ -117,10 +121,10 @@ async def test_scales_up_under_load_and_down_after_the_window(
         # past the pods' CPU initialisation period, so the first look counts them as ready
         clock.advance((CPU_INITIALIZATION_PERIOD + timedelta(seconds=SYNC_PERIOD)).total_seconds())
         await deployments.wait_until(
-            lambda o: o[0]["spec"]["replicas"] == 4, what="web scaled to 4"
+            lambda o: first(o).get("spec", {}).get("replicas") == 4, what="web scaled to 4"
         )
         up = await hpas.wait_until(
-            lambda o: (o[0].get("status") or {}).get("desiredReplicas") == 4,
+            lambda o: (first(o).get("status") or {}).get("desiredReplicas") == 4,
             what="the autoscaler's status says 4",
         )
         status = up[0]["status"]
@@ -151,7 +155,7 @@ async def test_scales_up_under_load_and_down_after_the_window(
         await synced(clock)
         clock.advance_to_next()  # a look within the window: it holds at 4
         held = await hpas.wait_until(
-            lambda o: condition(o[0], "AbleToScale").get("reason") == "ScaleDownStabilized",
+            lambda o: condition(first(o), "AbleToScale").get("reason") == "ScaleDownStabilized",
             what="the scale-down held by the stabilisation window",
         )
         assert held[0]["status"]["currentMetrics"][0]["resource"]["current"] == {
@@ -164,7 +168,7 @@ async def test_scales_up_under_load_and_down_after_the_window(
         await synced(clock)
         clock.advance(DOWNSCALE_WINDOW.total_seconds())  # the next look is past the window
         await deployments.wait_until(
-            lambda o: o[0]["spec"]["replicas"] == 1, what="web scaled back to 1"
+            lambda o: first(o).get("spec", {}).get("replicas") == 1, what="web scaled back to 1"
         )
 
     events = (await client.list(EVENTS, namespace="default"))["items"]
@@ -173,3 +177,43 @@ async def test_scales_up_under_load_and_down_after_the_window(
         "New size: 1; reason: All metrics below target",
         "New size: 4; reason: cpu resource utilization (percentage of request) above target",
     ]
+
+
+async def test_pods_without_a_cpu_request_leave_the_target_alone(
+    sim_cluster: SimCluster, autoscaler: ManualClock
+) -> None:
+    """Utilisation is a share of the request: with none, Kubernetes' autoscaler says why in
+    events and its ``ScalingActive`` condition, and changes nothing."""
+    client, clock = sim_cluster.client, autoscaler
+    body = busy_web()
+    del body["spec"]["template"]["spec"]["containers"][0]["resources"]
+    async with (
+        Watcher(client, HPAS, namespace="default") as hpas,
+        Watcher(client, PODS, namespace="default") as pods,
+        Watcher(client, EVENTS, namespace="default") as events,
+    ):
+        await client.create(DEPLOYMENTS, body, namespace="default")
+        await pods.wait_until(lambda o: len(o) == 1 and ready(o[0]), what="one web pod Ready")
+        await measured(sim_cluster, pods=1, cpu="400000000n")
+        await client.create(HPAS, HPA, namespace="default")
+        await synced(clock)
+        clock.advance((CPU_INITIALIZATION_PERIOD + timedelta(seconds=SYNC_PERIOD)).total_seconds())
+        refused = await hpas.wait_until(
+            lambda o: condition(first(o), "ScalingActive").get("status") == "False",
+            what="ScalingActive False",
+        )
+        await events.wait_until(
+            lambda o: (
+                {e["reason"] for e in o if e["type"] == "Warning"}
+                >= {"FailedGetResourceMetric", "FailedComputeMetricsReplicas"}
+            ),
+            what="the autoscaler's warnings",
+        )
+        pod = pods.objects()[0]["metadata"]["name"]
+    active = condition(refused[0], "ScalingActive")
+    assert (active["reason"], active["message"]) == (
+        "FailedGetResourceMetric",
+        f"the HPA was unable to compute the replica count: "
+        f"missing request for cpu in container app of Pod {pod}",
+    )
+    assert (await client.get(DEPLOYMENTS, "web", namespace="default"))["spec"]["replicas"] == 1
