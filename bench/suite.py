@@ -208,6 +208,12 @@ async def run_audit_cost(ctx: Context) -> list[Figure]:
     return await audit_cost.run(ctx)
 
 
+async def run_apf_leases(ctx: Context) -> list[Figure]:
+    from bench import apf_leases
+
+    return await apf_leases.run(ctx)
+
+
 async def run_cr_create(ctx: Context) -> list[Figure]:
     from bench import cr_create
 
@@ -254,6 +260,9 @@ def build_registry() -> Registry:
         Scenario("audit-cost", "api", run_audit_cost,
                  "ConfigMap creates/s with an audit policy (Metadata, RequestResponse) beside "
                  "none"),
+        Scenario("apf-leases", "api", run_apf_leases,
+                 "a node's Lease renewal p50/p99 under a service account's create flood, "
+                 "priority and fairness on beside off"),
         Scenario("cr-create", "api", run_cr_create,
                  "custom-object creates/s (CRD schema with CEL rules) beside Pod creates/s"),
         Scenario("apply-rate", "api", run_apply_rate,

@@ -52,6 +52,7 @@ from typing import Any, Final
 
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
+from prometheus_client import Counter, Gauge, Histogram
 
 from api.errors import NotFound, TooManyRequests
 from api.flowcontrol import GROUP
@@ -92,6 +93,8 @@ log = logging.getLogger(__name__)
 
 FLOW_SCHEMA_UID_HEADER: Final = "X-Kubernetes-PF-FlowSchema-UID"
 PRIORITY_LEVEL_UID_HEADER: Final = "X-Kubernetes-PF-PriorityLevel-UID"
+_CLASSIFIED_ENTRIES: Final = 4096
+"""Request shapes whose classification is remembered; all are forgotten when full."""
 WAIT_BUCKETS: Final = (0, 0.005, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30)
 """``apiserver_flowcontrol_request_wait_duration_seconds``' buckets, Kubernetes' own."""
 
@@ -110,6 +113,17 @@ class Flow:
 
 
 _FLOW: web.RequestKey[Flow] = web.RequestKey("kubelite.flow", Flow)
+
+
+@dataclass(frozen=True, slots=True)
+class _Children:
+    """One (level, schema)'s labelled metrics."""
+
+    inflight: Gauge
+    inqueue: Gauge
+    dispatched: Counter
+    waited: Histogram
+    refused_wait: Histogram
 
 
 class Level:
@@ -177,6 +191,8 @@ class FlowControl:
         self.levels: dict[str, Level] = {}
         self._ordered: list[Obj] = []
         self._revisions = (-1, -1)
+        self._classified: dict[tuple[object, ...], tuple[Flow, Level]] = {}
+        self._children: dict[tuple[str, str], _Children] = {}
         labels = ("priority_level", "flow_schema")
         self.inflight = metrics.gauge(
             "apiserver_flowcontrol_current_inflight_requests",
@@ -232,6 +248,7 @@ class FlowControl:
         for name, obj in objects.items():
             levels[name] = self._level(name, obj, total)
         self.levels = levels
+        self._classified.clear()
         self._ordered = [
             s
             for s in precedence_order(_objects(self.schemas))
@@ -261,9 +278,29 @@ class FlowControl:
         )
 
     def classify(self, user: UserInfo, info: RequestInfo) -> tuple[Flow, Level]:
-        """The request's flow and level; the built-in ``catch-all`` rule when nothing matches
-        (only possible once an operator has deleted the ``catch-all`` schema or level)."""
+        """The request's flow and level, remembered per user and request shape until the
+        configuration changes (most requests repeat one of a few hundred shapes)."""
         self.refresh()
+        key = (
+            user.name,
+            user.groups,
+            info.verb,
+            info.api_group,
+            info.resource,
+            info.subresource,
+            info.namespace,
+            "" if info.resource_request else info.path,
+        )
+        found = self._classified.get(key)
+        if found is None:
+            if len(self._classified) >= _CLASSIFIED_ENTRIES:
+                self._classified.clear()
+            found = self._classified[key] = self._classify(user, info)
+        return found
+
+    def _classify(self, user: UserInfo, info: RequestInfo) -> tuple[Flow, Level]:
+        """``classify`` uncached; the built-in ``catch-all`` rule when nothing matches (only
+        possible once an operator has deleted the ``catch-all`` schema or level)."""
         match = classify(self._ordered, user, info)
         if match is None:
             level = self.levels.get("catch-all") or self._fallback()
@@ -291,36 +328,49 @@ class FlowControl:
 
     # -- serving ------------------------------------------------------------------------------
 
+    def _metrics_of(self, flow: Flow) -> _Children:
+        """The labelled metrics of ``flow``'s level and schema, looked up once."""
+        key = (flow.level, flow.schema)
+        children = self._children.get(key)
+        if children is None:
+            children = self._children[key] = _Children(
+                inflight=self.inflight.labels(*key),
+                inqueue=self.inqueue.labels(*key),
+                dispatched=self.dispatched.labels(*key),
+                waited=self.wait.labels(*key, "true"),
+                refused_wait=self.wait.labels(*key, "false"),
+            )
+        return children
+
     async def serve(
         self, request: web.Request, handler: Handler, flow: Flow, level: Level
     ) -> web.StreamResponse:
         """Run ``handler`` in a seat of ``level`` (at once for an exempt level)."""
-        labels = (flow.level, flow.schema)
+        metrics = self._metrics_of(flow)
         if level.queues is None:
-            self.dispatched.labels(*labels).inc()
-            self.wait.labels(*labels, "true").observe(0)
-            with self.inflight.labels(*labels).track_inprogress():
+            metrics.dispatched.inc()
+            metrics.waited.observe(0)
+            with metrics.inflight.track_inprogress():
                 return await served(request, handler)
-        inqueue = self.inqueue.labels(*labels)
-        inqueue.inc()
+        metrics.inqueue.inc()
         queued = True
         try:
             async with level.queues.seat((flow.schema, flow.distinguisher)) as waited:
-                inqueue.dec()
+                metrics.inqueue.dec()
                 queued = False
-                self.dispatched.labels(*labels).inc()
-                self.wait.labels(*labels, "true").observe(waited)
-                with self.inflight.labels(*labels).track_inprogress():
+                metrics.dispatched.inc()
+                metrics.waited.observe(waited)
+                with metrics.inflight.track_inprogress():
                     return await served(request, handler)
         except Rejected as rejected:
-            self.rejected.labels(*labels, rejected.reason).inc()
-            self.wait.labels(*labels, "false").observe(0)
+            self.rejected.labels(flow.level, flow.schema, rejected.reason).inc()
+            metrics.refused_wait.observe(0)
             raise TooManyRequests(
                 TOO_MANY_REQUESTS, retry_after_seconds=RETRY_AFTER_SECONDS
             ) from None
         finally:
             if queued:
-                inqueue.dec()
+                metrics.inqueue.dec()
 
 
 def _passes_untouched(request: web.Request) -> bool:
