@@ -78,14 +78,18 @@ async def test_kubectl_autoscale_scales_a_busy_deployment_up(
             lambda o: (o[0].get("status") or {}).get("readyReplicas") == 2,
             what="both spin pods ready",
         )
-    events = (await cluster.client.list(EVENTS, namespace="default"))["items"]
-    assert any(
-        e["reason"] == "SuccessfulRescale"
-        and e["message"]
-        == "New size: 2; reason: cpu resource utilization (percentage of request) above target"
-        and e["source"]["component"] == "horizontal-pod-autoscaler"
-        for e in events
-    ), [(e["reason"], e["message"]) for e in events]
+    async with Watcher(cluster.client, EVENTS, namespace="default") as events:
+        await events.wait_until(
+            lambda o: any(
+                e["reason"] == "SuccessfulRescale"
+                and e["message"]
+                == "New size: 2; reason: cpu resource utilization "
+                "(percentage of request) above target"
+                and e["source"]["component"] == "horizontal-pod-autoscaler"
+                for e in o
+            ),
+            what="the autoscaler's SuccessfulRescale event",
+        )
 
     header, row = (line.split() for line in kubectl("get", "hpa").stdout.splitlines()[:2])
     assert header == ["NAME", "REFERENCE", "TARGETS", "MINPODS", "MAXPODS", "REPLICAS", "AGE"]
