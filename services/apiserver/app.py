@@ -163,14 +163,13 @@ def make_app(
                 capacity=options.watch_cache_capacity,
                 queue_size=options.watch_queue_size,
             )
-    inflight = InflightLimits(
-        max_read_only=options.max_requests_inflight,
-        max_mutating=options.max_mutating_requests_inflight,
+    apf = options.enable_priority_and_fairness
+    inflight = InflightLimits(  # with APF: requests counted by kind, limited by its levels
+        max_read_only=0 if apf else options.max_requests_inflight,
+        max_mutating=0 if apf else options.max_mutating_requests_inflight,
     )
     metrics.observe(inflight=inflight, caches=ctx.caches)
-    flow_control = (
-        flow_control_for(ctx, metrics.metrics) if options.enable_priority_and_fairness else None
-    )
+    flow_control = flow_control_for(ctx, metrics.metrics, counted=inflight) if apf else None
     ctx.token_keys = _token_keys(options)
     authentication = _authentication(options, ctx.token_keys)
     # instrument_requests outermost: it counts the code the client got; then status_errors,

@@ -18,7 +18,10 @@ Kubernetes' answer, on by default (``--enable-priority-and-fairness``), is this 
 Seats: the server's concurrency is ``--max-requests-inflight`` + ``--max-mutating-requests-
 inflight`` (600 by default) and each limited level's seats are its share of it,
 ``ceil(total * nominalConcurrencyShares / sum of every level's shares)``, as Kubernetes'
-nominal concurrency limit (``apf_controller.go``); 0 for both flags means no limits at all.
+nominal concurrency limit (``apf_controller.go``); 0 for both flags means no limits at all,
+and a level of 0 shares gets no seat (in Kubernetes it could only borrow). The requests
+executing are also counted as read-only or mutating in the ``InflightLimits`` pools the
+apiserver reports as ``apiserver_current_inflight_requests`` (their limits not enforced).
 A new configuration (an edited schema or level) takes effect at the next request.
 
 Every classified response names its schema and level by uid in ``X-Kubernetes-PF-FlowSchema-UID``
@@ -66,7 +69,9 @@ from services.apiserver.identity import UserInfo, request_user
 from services.apiserver.inflight import (
     RETRY_AFTER_SECONDS,
     TOO_MANY_REQUESTS,
+    InflightLimits,
     is_long_running,
+    is_mutating,
     is_probe,
     served,
 )
@@ -181,11 +186,15 @@ class FlowControl:
         levels: WatchCache,
         server_seats: int,
         metrics: Metrics,
+        counted: InflightLimits | None = None,
         wait_limit: float = 15.0,
     ) -> None:
         self.schemas = schemas
         self.level_cache = levels
         self.metrics = metrics
+        self.counted = counted or InflightLimits(max_read_only=0, max_mutating=0)
+        """Requests executing now, read-only and mutating (limits 0: never refused), for
+        ``apiserver_current_inflight_requests`` as the max-in-flight filter counts them."""
         self.server_seats = server_seats
         self.wait_limit = wait_limit
         self.levels: dict[str, Level] = {}
@@ -347,10 +356,11 @@ class FlowControl:
     ) -> web.StreamResponse:
         """Run ``handler`` in a seat of ``level`` (at once for an exempt level)."""
         metrics = self._metrics_of(flow)
+        pool = self.counted.mutating if is_mutating(request.method) else self.counted.read_only
         if level.queues is None:
             metrics.dispatched.inc()
             metrics.waited.observe(0)
-            with metrics.inflight.track_inprogress():
+            with metrics.inflight.track_inprogress(), pool.slot():
                 return await served(request, handler)
         metrics.inqueue.inc()
         queued = True
@@ -360,7 +370,7 @@ class FlowControl:
                 queued = False
                 metrics.dispatched.inc()
                 metrics.waited.observe(waited)
-                with metrics.inflight.track_inprogress():
+                with metrics.inflight.track_inprogress(), pool.slot():
                     return await served(request, handler)
         except Rejected as rejected:
             self.rejected.labels(flow.level, flow.schema, rejected.reason).inc()
@@ -388,9 +398,12 @@ FLOW_CONTROL: web.AppKey[FlowControl] = web.AppKey("flow_control", FlowControl)
 """The app's ``FlowControl`` when priority and fairness is on."""
 
 
-def flow_control_for(ctx: ApiContext, metrics: Metrics) -> FlowControl:
+def flow_control_for(
+    ctx: ApiContext, metrics: Metrics, *, counted: InflightLimits | None = None
+) -> FlowControl:
     """The ``FlowControl`` over ``ctx``'s FlowSchema and PriorityLevelConfiguration caches,
-    sharing ``--max-requests-inflight`` + ``--max-mutating-requests-inflight`` seats."""
+    sharing ``--max-requests-inflight`` + ``--max-mutating-requests-inflight`` seats; the
+    requests it runs are counted in ``counted``'s pools (their limits are not enforced)."""
     options = ctx.options
 
     def cache(kind: str) -> WatchCache:
@@ -404,6 +417,7 @@ def flow_control_for(ctx: ApiContext, metrics: Metrics) -> FlowControl:
         levels=cache("PriorityLevelConfiguration"),
         server_seats=options.max_requests_inflight + options.max_mutating_requests_inflight,
         metrics=metrics,
+        counted=counted,
     )
 
 

@@ -99,6 +99,8 @@ async def test_node_heartbeats_pass_a_service_account_flood(start_cluster: Any) 
         return _sample(cluster, "apiserver_flowcontrol_current_inqueue_requests", **labels) == 2
 
     await apoll_until(two_queued, what="two creates queued behind the one holding the seat")
+    mutating = {"request_kind": "mutating"}
+    assert _sample(cluster, "apiserver_current_inflight_requests", **mutating) == 1
 
     refused = await cluster.call("POST", CONFIGMAPS, _configmap("cm-over"), token="bulk")
     assert refused.code == 429, refused
