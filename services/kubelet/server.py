@@ -26,7 +26,8 @@ Routes (the kubelet's own paths, which the apiserver's proxy rewrites to):
   (``metrics.KubeletMetrics``, Prometheus' text format).
 * ``GET /stats/summary[?node=NAME]``: the node's and its pods' CPU and memory in Kubernetes'
   Summary shape (``stats.py``); ``node`` is kubelite's own parameter, for a ``sim`` process
-  hosting several nodes (default: ``--node-name``; 404 for a node it does not host).
+  hosting several nodes (default: ``--node-name``; 404 for a node it does not host);
+  ``GET /metrics/resource[?node=NAME]``: the same figures as Prometheus text.
 
 Who may call it is ``auth.py``'s business: with ``--tls-cert-file`` the server speaks TLS and
 every route (``/healthz`` and ``/pods`` included, as on a kubelet's 10250) is authenticated and
@@ -69,6 +70,7 @@ from services.kubelet.port_forward import (
     forward_spdy,
 )
 from services.kubelet.runtime.base import ContainerRecord, ExecSession, Runtime
+from services.kubelet.stats import RESOURCE_METRICS_CONTENT_TYPE, resource_metrics
 
 __all__ = ["PodLookup", "ServedPod", "make_server_app"]
 
@@ -352,6 +354,17 @@ async def _stats_summary(request: web.Request) -> web.Response:
     return web.json_response(summary)
 
 
+async def _resource_metrics(request: web.Request) -> web.Response:
+    node = request.query.get("node") or None
+    summary = request.app[SERVER_LOOKUP].node_summary(node)
+    if summary is None:
+        return _status_response(NotFound.of("nodes", node or ""))
+    return web.Response(
+        body=resource_metrics(summary).encode(),
+        headers={"Content-Type": RESOURCE_METRICS_CONTENT_TYPE},
+    )
+
+
 def make_server_app(
     lookup: PodLookup,
     *,
@@ -367,6 +380,7 @@ def make_server_app(
         app.router.add_get("/metrics", metrics_handler(metrics))
     app.router.add_get("/pods", _pods)
     app.router.add_get("/stats/summary", _stats_summary)
+    app.router.add_get("/metrics/resource", _resource_metrics)
     app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", _container_logs)
     app.router.add_route("*", "/exec/{namespace}/{pod}/{container}", _exec)
     app.router.add_get("/portForward/{namespace}/{pod}", _port_forward)

@@ -24,6 +24,12 @@ how a test or a demo puts a simulated Deployment "under load".
 The node's figures are the sum of its pods': several kubelite nodes share one host, so the
 host's own counters would say nothing about one node.
 
+The same figures are also served as the kubelet's ``/metrics/resource`` (``resource_metrics``):
+Prometheus text with Kubernetes' names — ``container_cpu_usage_seconds_total``,
+``container_memory_working_set_bytes``, ``container_start_time_seconds``, their ``pod_`` and
+``node_`` sums and ``resource_scrape_error`` — each sample stamped with when it was measured, as
+metrics-server scrapes them.
+
 Not guaranteed: a process that leaves its container's tree (double-forks and is re-parented
 to init) is no longer counted; a figure is a snapshot, not a cgroup's exact accounting;
 ``rssBytes`` equals ``workingSetBytes`` (no page-cache accounting).
@@ -44,11 +50,13 @@ from services.kubelet.runtime.base import ContainerRecord
 
 __all__ = [
     "MIN_RATE_WINDOW",
+    "RESOURCE_METRICS_CONTENT_TYPE",
     "SIMULATED_CPU",
     "SIMULATED_MEMORY",
     "NodeStats",
     "ProcessUsage",
     "UsageSampler",
+    "resource_metrics",
     "simulated_usage",
 ]
 
@@ -252,3 +260,70 @@ def _pod_stats(pod: Obj, containers: list[Obj], totals: _Totals, at: str) -> Obj
         "cpu": _cpu(totals.nanocores, totals.core_nanoseconds, at),
         "memory": _memory(totals.memory, at),
     }
+
+
+RESOURCE_METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+_RESOURCE_METRICS = (
+    # name, type, help, which stats, the figure
+    ("container_cpu_usage_seconds_total", "counter",
+     "Cumulative cpu time consumed by the container in core-seconds", "container", "cpu"),
+    ("container_memory_working_set_bytes", "gauge",
+     "Current working set of the container in bytes", "container", "memory"),
+    ("container_start_time_seconds", "gauge",
+     "Start time of the container since unix epoch in seconds", "container", "start"),
+    ("node_cpu_usage_seconds_total", "counter",
+     "Cumulative cpu time consumed by the node in core-seconds", "node", "cpu"),
+    ("node_memory_working_set_bytes", "gauge",
+     "Current working set of the node in bytes", "node", "memory"),
+    ("pod_cpu_usage_seconds_total", "counter",
+     "Cumulative cpu time consumed by the pod in core-seconds", "pod", "cpu"),
+    ("pod_memory_working_set_bytes", "gauge",
+     "Current working set of the pod in bytes", "pod", "memory"),
+)  # fmt: skip
+
+
+def _figure(stats: Obj, figure: str) -> tuple[float, str]:
+    """(value, the time it was measured) of one Summary entry."""
+    if figure == "start":
+        at = str(stats.get("startTime") or "")
+        return datetime.fromisoformat(at.replace("Z", "+00:00")).timestamp(), at
+    if figure == "cpu":
+        cpu = stats.get("cpu") or {}
+        return int(cpu.get("usageCoreNanoSeconds") or 0) / 1e9, str(cpu.get("time") or "")
+    memory = stats.get("memory") or {}
+    return float(memory.get("workingSetBytes") or 0), str(memory.get("time") or "")
+
+
+def _sample(name: str, labels: dict[str, str], stats: Obj, figure: str) -> str:
+    value, at = _figure(stats, figure)
+    stamp = int(datetime.fromisoformat(at.replace("Z", "+00:00")).timestamp() * 1000)
+    text = ",".join(f'{k}="{v}"' for k, v in labels.items())
+    return f"{name}{{{text}}} {value!r} {stamp}" if text else f"{name} {value!r} {stamp}"
+
+
+def resource_metrics(summary: Obj) -> str:
+    """A Summary as the kubelet's ``/metrics/resource`` (Prometheus text format)."""
+    lines: list[str] = []
+    for name, kind, help_text, scope, figure in _RESOURCE_METRICS:
+        lines += [f"# HELP {name} [STABLE] {help_text}", f"# TYPE {name} {kind}"]
+        if scope == "node":
+            lines.append(_sample(name, {}, summary["node"], figure))
+            continue
+        for pod in summary["pods"]:
+            ref = pod["podRef"]
+            labels = {"namespace": ref["namespace"], "pod": ref["name"]}
+            if scope == "pod":
+                lines.append(_sample(name, labels, pod, figure))
+                continue
+            for container in pod["containers"]:
+                lines.append(
+                    _sample(name, {"container": container["name"], **labels}, container, figure)
+                )
+    lines += [
+        "# HELP resource_scrape_error [STABLE] 1 if there was an error while getting container "
+        "metrics, 0 otherwise",
+        "# TYPE resource_scrape_error gauge",
+        "resource_scrape_error 0",
+    ]
+    return "\n".join(lines) + "\n"

@@ -1,4 +1,5 @@
-"""The kubelet's figures for a process container: its whole tree, reaped children included.
+"""The kubelet's figures for a process container: its whole tree, reaped children included; and
+the same figures as ``/metrics/resource``.
 
 A real process stands in for a container: it runs a child that burns CPU and exits, then
 sleeps. The child is gone by the time the kubelet looks, yet its CPU time still counts (the
@@ -14,9 +15,10 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from services.kubelet.runtime.base import ContainerRecord
-from services.kubelet.stats import NodeStats, ProcessUsage
+from services.kubelet.stats import NodeStats, ProcessUsage, resource_metrics
 
 BURN_THEN_SLEEP = """
 import subprocess, sys, time
@@ -102,3 +104,40 @@ def test_a_simulated_pod_uses_what_it_requests_or_is_told() -> None:
     pod["metadata"]["annotations"] = {"kubelite.io/simulated-cpu": "1500m"}
     (container,) = stats.summary([(pod, [record])], simulated=True)["pods"][0]["containers"]
     assert container["cpu"]["usageNanoCores"] == 1_500_000_000
+
+
+def test_resource_metrics_are_the_summary_in_prometheus_text() -> None:
+    record = ContainerRecord(
+        container_id="sim://def",
+        pod_uid="uid-3",
+        name="app",
+        attempt=0,
+        image="nginx",
+        image_id="nginx@sha256:0",
+        started_at=time.time() - 30,
+    )
+    pod = {
+        "metadata": {"name": "web", "namespace": "shop", "uid": "uid-3"},
+        "spec": {"containers": [{"name": "app", "resources": {"requests": {"memory": "1Mi"}}}]},
+    }
+    summary = NodeStats(node_name="n", started_at=time.time()).summary(
+        [(pod, [record])], simulated=True
+    )
+    families = {f.name: f for f in text_string_to_metric_families(resource_metrics(summary))}
+    assert set(families) == {
+        "container_cpu_usage_seconds",
+        "container_memory_working_set_bytes",
+        "container_start_time_seconds",
+        "node_cpu_usage_seconds",
+        "node_memory_working_set_bytes",
+        "pod_cpu_usage_seconds",
+        "pod_memory_working_set_bytes",
+        "resource_scrape_error",
+    }  # the parser names a counter without its _total
+    (memory,) = families["container_memory_working_set_bytes"].samples
+    assert memory.labels == {"container": "app", "namespace": "shop", "pod": "web"}
+    assert memory.value == 2**20 and memory.timestamp is not None
+    (node_memory,) = families["node_memory_working_set_bytes"].samples
+    assert node_memory.labels == {} and node_memory.value == 2**20
+    (started,) = families["container_start_time_seconds"].samples
+    assert started.value == pytest.approx(record.started_at, abs=1)
