@@ -14,8 +14,9 @@ kube-apiserver's names. ``ApiServerMetrics`` (``app[METRICS]``; its ``metrics`` 
   ``DELETECOLLECTION``, ``CONNECT`` for ``log``/``exec``/``attach``/``portforward``/``proxy``;
   a non-resource request's method), ``scope`` ``resource`` (named, or a create), ``namespace``,
   ``cluster`` or empty for a non-resource path, whose path is its ``subresource`` label (as in
-  Kubernetes) only for the paths below: any other unknown path is counted as ``other``, so
-  random URLs cannot grow the series without bound;
+  Kubernetes) only for the paths in ``_KNOWN_PATHS``: any other path — a resource or
+  subresource the app does not serve included — is counted as ``other``, so random URLs
+  cannot grow the series without bound;
 * ``apiserver_longrunning_requests`` (watches and the ``CONNECT`` subresources open now) and
   ``apiserver_current_inflight_requests{request_kind}`` (``readOnly``/``mutating`` slots
   taken, read at the scrape where Kubernetes reports the last second's maximum);
@@ -43,6 +44,7 @@ from aiohttp.typedefs import Handler, Middleware
 
 from api.registry import ResourceType
 from component.metrics import CONTENT_TYPE, Metrics, Samples
+from services.apiserver.context import CONTEXT
 from services.apiserver.inflight import LONG_RUNNING_SUBRESOURCES, InflightLimits, is_long_running
 from services.apiserver.request_info import RequestInfo, request_info
 from services.apiserver.watchcache import WatchCache
@@ -85,13 +87,16 @@ _KNOWN_PATHS: Final = (
 COMPONENT: Final = "apiserver"
 
 
-def _labels(info: RequestInfo, request: web.BaseRequest) -> tuple[str, ...]:
+def _labels(info: RequestInfo, request: web.Request) -> tuple[str, ...]:
     """``_REQUEST_LABELS``' values for one request."""
     dry_run = "All" if request.query.get("dryRun") == "All" else ""
-    if not info.resource_request:
+    rt = request.app[CONTEXT].registry.get(info.api_group, info.api_version, info.resource)
+    if rt is None or (
+        info.subresource and all(s.name != info.subresource for s in rt.subresources)
+    ):  # not a route: counted by path, as a non-resource request
         path = info.path.rstrip("/") or "/"
         known = next((p for p in _KNOWN_PATHS if path == p or path.startswith(p + "/")), "other")
-        return (info.verb.upper(), dry_run, "", "", "", known, "", COMPONENT)
+        return (request.method, dry_run, "", "", "", known, "", COMPONENT)
     if info.subresource in LONG_RUNNING_SUBRESOURCES:
         verb = "CONNECT"
     elif info.verb == "patch" and request.content_type == _APPLY_CONTENT_TYPE:
