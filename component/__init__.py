@@ -15,6 +15,7 @@ One module per concept:
 * ``component.listen``: binding an aiohttp server (port 0 = any free port, one policy on a bind
   failure);
 * ``component.health``: the health/metrics/readiness HTTP server;
+* ``component.metrics``: a component's own Prometheus registry and its ``/metrics`` page;
 * ``component.tasks``: one supervised task group;
 * ``component.run``: uvloop, SIGINT/SIGTERM -> graceful stop with a deadline, exit codes.
 
