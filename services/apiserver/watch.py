@@ -321,7 +321,7 @@ async def serve(
                 if transport is None or transport.is_closing():
                     break  # the client went away while the watch was quiet
                 if opts.allow_watch_bookmarks:
-                    await response.write(bookmark_frame(rt, source.progress(cache.revision)))
+                    await response.write(bookmark_frame(rt, source.progress(cache.current_through)))
                 next_bookmark = loop.time() + options.bookmark_interval
     except (ConnectionResetError, ConnectionError):
         log.debug("watch of %s: client disconnected", rt.plural)

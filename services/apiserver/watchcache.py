@@ -31,9 +31,12 @@ resources, and ``current_through`` records it. That is what lets a consistent li
 resourceVersion) be served from the cache — with several apiservers on one etcd, too — once a
 quorum read of the current revision finds the cache there (``services.apiserver.listing``).
 
-Limits: bookmarks carry the cache's last event revision for this resource; events are held in
-memory (``capacity`` per resource); memory and SQLite send no progress notifications, so there a
-cache is known current only when the latest write was to its own resource.
+Bookmarks carry ``current_through`` too, so a quiet resource's watchers resume from a recent
+revision.
+
+Limits: events are held in memory (``capacity`` per resource); memory and SQLite send no
+progress notifications, so there a cache is known current only when the latest write was to its
+own resource.
 """
 
 from __future__ import annotations

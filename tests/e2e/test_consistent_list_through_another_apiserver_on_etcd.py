@@ -1,14 +1,17 @@
 """Two apiservers on one etcd: a consistent LIST (no resourceVersion) through B holds every
 object written through A before the LIST began — and once etcd's progress notifications have
 told B's watch cache it is current, B serves such a LIST from that cache, although the latest
-writes were to another resource, without reading the store."""
+writes were to another resource, without reading the store; and a quiet watch's bookmarks carry
+the revision etcd vouched for."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import aiohttp
 import pytest
 
 from api.registry import REGISTRY, ResourceType
@@ -107,3 +110,25 @@ async def test_b_serves_a_consistent_list_from_its_cache_once_etcd_vouches_for_i
             return await asyncio.to_thread(store_lists) == before
 
         await apoll_until(served_from_cache, what="a consistent list through B from its cache")
+
+
+async def test_a_bookmark_through_b_carries_the_revision_etcd_vouched_for(
+    pair: tuple[ComponentProcess, ComponentProcess],
+) -> None:
+    """A quiet ConfigMap watch on B gets bookmarks at or past a Secret written through A since:
+    a client resuming from one skips history it has no use for."""
+    a, b = pair
+    async with ApiClient(server=a.url) as on_a, ApiClient(server=b.url) as on_b:
+        start = (await on_b.list(CONFIG_MAPS, namespace="default"))["metadata"]["resourceVersion"]
+        secret = {"metadata": {"name": "elsewhere"}, "stringData": {"k": "v"}}
+        written = await on_a.create(SECRETS, secret, namespace="default")
+        later = int(written["metadata"]["resourceVersion"])
+    query = {"watch": "1", "allowWatchBookmarks": "true", "resourceVersion": start}
+    url = f"{b.url}/api/v1/namespaces/default/configmaps"
+    async with aiohttp.ClientSession() as http, http.get(url, params=query) as resp:
+        async with asyncio.timeout(60):
+            async for line in resp.content:
+                event = json.loads(line)
+                assert event["type"] == "BOOKMARK", event  # nothing else happens to ConfigMaps
+                if int(event["object"]["metadata"]["resourceVersion"]) >= later:
+                    break
