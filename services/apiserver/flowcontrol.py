@@ -100,6 +100,9 @@ FLOW_SCHEMA_UID_HEADER: Final = "X-Kubernetes-PF-FlowSchema-UID"
 PRIORITY_LEVEL_UID_HEADER: Final = "X-Kubernetes-PF-PriorityLevel-UID"
 _CLASSIFIED_ENTRIES: Final = 4096
 """Request shapes whose classification is remembered; all are forgotten when full."""
+_BUILT_IN_CATCH_ALL: Final = (5, 245)
+"""The built-in ``catch-all`` level's share of the seats (its 5 shares of the defaults' 245),
+for the requests no schema matches once its object is gone (restored at the next start)."""
 WAIT_BUCKETS: Final = (0, 0.005, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30)
 """``apiserver_flowcontrol_request_wait_duration_seconds``' buckets, Kubernetes' own."""
 
@@ -330,7 +333,9 @@ class FlowControl:
         level = Level(
             "catch-all",
             uid="",
-            queues=QueueSet(seats=self._seats(5, 245), queuing=None, wait_limit=self.wait_limit),
+            queues=QueueSet(
+                seats=self._seats(*_BUILT_IN_CATCH_ALL), queuing=None, wait_limit=self.wait_limit
+            ),
         )
         self.levels["catch-all"] = level
         return level
