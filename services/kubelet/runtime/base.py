@@ -220,7 +220,11 @@ class Runtime(Protocol):
     async def start_container(
         self, sandbox: PodSandbox, config: ContainerConfig, *, image: ImageRef
     ) -> ContainerRecord:
-        """Create and start one instance; raises ``ContainerStartError`` if it cannot run."""
+        """Create and start one instance; raises ``ContainerStartError`` if it cannot run.
+
+        Cancelled, it raises ``CancelledError`` only once the instance either never started or
+        is listed by ``list_containers``: a container does not outlive an abandoned start
+        unknown to the runtime."""
         ...
 
     async def wait_container(self, container_id: str) -> ContainerRecord:

@@ -24,7 +24,11 @@ copies the output into a CRI-format log file, enforces the memory limit (``OOMKi
 learns how it ended. Exits are noticed through a pidfd on the shim (readable once it
 terminates), so adopted shims — no longer our children — are watched exactly like fresh ones.
 Every pid read back from disk is checked against its ``/proc`` start time before it is
-signalled, so a recycled pid is never killed.
+signalled, so a recycled pid is never killed. A start, once the shim is asked for, is never
+abandoned: cancelling ``start_container`` (the kubelet stopping its pod workers) waits for the
+shim's answer and records the instance before raising ``CancelledError``, so the container is
+stopped with the others (``--stop-pods-on-exit``) or re-adopted by the next kubelet, never left
+running unknown to either.
 
 Pod IPs come from a per-node loopback range (``ipam.py``). Not provided: network isolation — a
 container shares the host's network namespace and binds its own 127.x.y.z address by
@@ -316,6 +320,25 @@ class ProcessRuntime:
                 working_dir=cwd,
                 path=env.get("PATH", ""),
             )
+        # once the shim is asked for, the instance must end up in ``_instances`` whatever
+        # happens to the caller: a start abandoned half-way leaves a container nobody stops
+        launch = asyncio.create_task(
+            self._launch(record, shim_config, env=env, cwd=cwd),
+            name=f"start {sandbox.namespace}/{sandbox.name}/{config.name}",
+        )
+        return await _uninterrupted(
+            launch, what=f"{sandbox.namespace}/{sandbox.name}/{config.name}"
+        )
+
+    async def _launch(
+        self,
+        record: ContainerRecord,
+        shim_config: dict[str, Any],
+        *,
+        env: dict[str, str],
+        cwd: str | None,
+    ) -> ContainerRecord:
+        """Spawn the shim, then record and watch the instance it started (or failed to)."""
         shim_pid, answer = await asyncio.to_thread(_spawn_shim, shim_config)
         loop = asyncio.get_running_loop()
         inst = _Instance(
@@ -328,7 +351,7 @@ class ProcessRuntime:
             exited=loop.create_future(),
             sandboxed=self.sandboxed,
         )
-        self._instances[container_id] = inst
+        self._instances[record.container_id] = inst
         if "error" in answer or "pid" not in answer:
             record.finished_at = time.time()
             record.exit_code = int(answer.get("exitCode", 128))
@@ -539,6 +562,32 @@ class ProcessRuntime:
             self._watch(inst)
         else:
             self._finish(inst)
+
+
+async def _uninterrupted(launch: asyncio.Task[ContainerRecord], *, what: str) -> ContainerRecord:
+    """``launch``'s result, or — when the caller is cancelled meanwhile (the kubelet stopping
+    its pod workers) — ``CancelledError`` once ``launch`` has finished, so the instance it
+    started is recorded and stopped or re-adopted like every other, never left running unknown.
+
+    Bounded by the shim's answer: it comes as soon as the container has exec'd (or failed to).
+    """
+    cancelled = False
+    while not launch.done():
+        try:
+            await asyncio.wait({launch})
+        except asyncio.CancelledError:
+            if not cancelled:
+                log.info(
+                    "container %s: cancelled while its shim starts it; "
+                    "recording the start before giving up",
+                    what,
+                )
+            cancelled = True
+    if cancelled:
+        if not launch.cancelled():
+            launch.exception()  # a failed start is recorded as exited; the caller is gone
+        raise asyncio.CancelledError
+    return launch.result()
 
 
 def _spawn_shim(config: dict[str, Any]) -> tuple[int, dict[str, Any]]:
