@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from api import autoscaling_v1
 from api.admissionregistration import (
     MutatingWebhookConfiguration,
     ValidatingAdmissionPolicy,
@@ -48,7 +49,7 @@ from api.schema_kinds import SCHEMA_KINDS
 from api.services import Service
 from api.storage import StorageClass
 
-__all__ = ["ALL_VERBS", "REGISTRY", "Registry", "ResourceType", "Subresource"]
+__all__ = ["ALL_VERBS", "REGISTRY", "Conversion", "Registry", "ResourceType", "Subresource"]
 
 ALL_VERBS: tuple[str, ...] = (
     "create",
@@ -74,6 +75,16 @@ class Subresource:
     verbs: tuple[str, ...] = ("get", "patch", "update")
 
 
+@dataclass(frozen=True, slots=True)
+class Conversion:
+    """How a version served beside the stored one converts to and from it (Kubernetes'
+    conversion functions): every write converts the body to the stored version, every read
+    converts the stored object to this one. Both return new objects and leave theirs alone."""
+
+    to_storage: Callable[[dict[str, Any]], dict[str, Any]]
+    from_storage: Callable[[dict[str, Any]], dict[str, Any]]
+
+
 @dataclass(frozen=True)
 class ResourceType:
     group: str
@@ -93,6 +104,10 @@ class ResourceType:
     """Set for a version of a CustomResourceDefinition's kind, or a built-in kind served from its
     schema (``api.schema_kinds``): served from the schema (``api.schema_validation``) rather than
     from ``model``."""
+    conversion: Conversion | None = None
+    """Set for a built-in version served from another version's storage (autoscaling/v1
+    HorizontalPodAutoscaler): the registry routes and discovers it, but iterating the registry
+    and ``by_kind`` give the stored version only."""
 
     @property
     def api_version(self) -> str:
@@ -135,10 +150,14 @@ class Registry:
     def __init__(self, types: list[ResourceType] | None = None) -> None:
         self._by_path: dict[tuple[str, str, str], ResourceType] = {}
         self._by_kind: dict[tuple[str, str], ResourceType] = {}
+        self._converted: dict[tuple[str, str, str], ResourceType] = {}
         for rt in types or []:
             self.register(rt)
 
     def register(self, rt: ResourceType) -> None:
+        if rt.conversion is not None:
+            self._converted[(rt.group, rt.version, rt.plural)] = rt
+            return
         self._by_path[(rt.group, rt.version, rt.plural)] = rt
         self._by_kind[(rt.group, rt.kind)] = rt
 
@@ -153,7 +172,17 @@ class Registry:
                     break
 
     def get(self, group: str, version: str, plural: str) -> ResourceType | None:
-        return self._by_path.get((group, version, plural))
+        key = (group, version, plural)
+        return self._by_path.get(key) or self._converted.get(key)
+
+    def stored(self, rt: ResourceType) -> ResourceType:
+        """The version ``rt``'s objects are stored as: ``rt`` itself unless it converts."""
+        return rt if rt.conversion is None else self.require(rt.group, rt.kind)
+
+    def every_version(self) -> Iterator[ResourceType]:
+        """Every served type, converted versions included (discovery and OpenAPI list them)."""
+        yield from self._by_path.values()
+        yield from self._converted.values()
 
     def by_kind(self, group: str, kind: str) -> ResourceType | None:
         return self._by_kind.get((group, kind))
@@ -179,9 +208,10 @@ class Registry:
         return None
 
     def groups(self) -> dict[str, list[str]]:
-        """Group name -> its versions, core ("") first, in registration order."""
+        """Group name -> its versions, core ("") first, in registration order (a converted
+        version after the stored ones, so the stored version is the group's preferred)."""
         out: dict[str, list[str]] = {}
-        for rt in self:
+        for rt in self.every_version():
             versions = out.setdefault(rt.group, [])
             if rt.version not in versions:
                 versions.append(rt.version)
@@ -668,6 +698,21 @@ REGISTRY: Registry = Registry(
             short_names=("hpa",),
             categories=("all",),
             subresources=(_status("HorizontalPodAutoscaler"),),
+        ),
+        ResourceType(
+            group="autoscaling",
+            version="v1",
+            kind="HorizontalPodAutoscaler",
+            plural="horizontalpodautoscalers",
+            singular="horizontalpodautoscaler",
+            namespaced=True,
+            model=autoscaling_v1.HorizontalPodAutoscalerV1,
+            short_names=("hpa",),
+            categories=("all",),
+            subresources=(_status("HorizontalPodAutoscaler"),),
+            conversion=Conversion(
+                to_storage=autoscaling_v1.v2_from_v1, from_storage=autoscaling_v1.v1_from_v2
+            ),
         ),
         ResourceType(
             group="policy",

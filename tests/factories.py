@@ -812,3 +812,22 @@ def priority_class(name: str, value: int = 1000, **fields: Any) -> Obj:
         "value": value,
         **fields,
     }
+
+
+def horizontal_pod_autoscaler(
+    name: str, *, target: str, metrics: list[Obj] | None = None, max_replicas: int = 5, **spec: Any
+) -> Obj:
+    """An autoscaling/v2 HorizontalPodAutoscaler of the Deployment ``target``."""
+    body: Obj = {
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target},
+        "maxReplicas": max_replicas,
+        **spec,
+    }
+    if metrics is not None:
+        body["metrics"] = metrics
+    return {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": name},
+        "spec": body,
+    }

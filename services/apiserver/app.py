@@ -152,7 +152,8 @@ def make_app(
     )
     if encryption is not None:
         store = EncryptingStore(store, encryption)
-    registry = Registry(list(registry))  # this app's own: CRDs add their kinds to it
+    # this app's own: CRDs add their kinds to it
+    registry = Registry(list(registry.every_version()))
     ctx = ApiContext(store=store, registry=registry, options=options)
     ctx.services = _service_allocator(ctx)
     for rt in registry:

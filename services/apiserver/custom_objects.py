@@ -9,7 +9,7 @@ rules Kubernetes' apiextensions apiserver applies instead (``customresource/stra
   Kubernetes' field causes) after its ObjectMeta is checked, and stored under the storage
   version's ``apiVersion``;
 * every read (GET, LIST, WATCH; ``served_as``) answers the asked version's ``apiVersion``
-  (conversion ``None``) and fills in its schema's defaults, as Kubernetes defaults objects it
+  (conversion ``None``; a built-in version with a ``Conversion``, autoscaling/v1, is converted) and fills in its schema's defaults, as Kubernetes defaults objects it
   decodes from storage: one stored before a default was added gets it. Nothing is copied when
   nothing changes (a watch then sends the cache's shared frame);
 * its ``metadata.generation`` starts at 1 and moves when anything but metadata (and, with a
@@ -144,7 +144,10 @@ def served_as(rt: ResourceType, obj: Obj) -> Obj:
     """A stored custom object as ``rt``'s version serves it: its schema's defaults filled in
     (Kubernetes defaults on read as well as on write, so an object stored before a default was
     added gets it) and its ``apiVersion`` rewritten (conversion ``None``). ``obj`` itself when
-    nothing changes; else a copy sharing what did not change (``obj`` may be the watch cache's)."""
+    nothing changes; else a copy sharing what did not change (``obj`` may be the watch cache's).
+    A built-in version served from another's storage (``rt.conversion``) is converted."""
+    if rt.conversion is not None:
+        return rt.conversion.from_storage(obj)
     if rt.custom is None:
         return obj
     served: Obj = _defaulted(rt.custom.schema, obj)

@@ -86,7 +86,7 @@ def _versions_of(registry: Registry, group: str) -> list[str]:
 
 
 def _types_in(registry: Registry, group: str, version: str) -> list[ResourceType]:
-    return [rt for rt in registry if rt.group == group and rt.version == version]
+    return [rt for rt in registry.every_version() if rt.group == group and rt.version == version]
 
 
 def api_resource_list(registry: Registry, group: str, version: str) -> dict[str, Any]:

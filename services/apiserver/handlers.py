@@ -5,6 +5,9 @@ the same checks the same way — a body whose kind, apiVersion, name or namespac
 the URL is a 400 worded as Kubernetes words it; a patch is applied by its content type; a
 ``dryRun=All`` request skips only the write; a read answers JSON or, for kubectl, a Table.
 
+A version served from another's storage is converted on the way in (``stored_as``) and out
+(``object_response``).
+
 Limits: only ``dryRun=All`` (what Kubernetes accepts); Tables only where ``tables`` has a printer
 (else NAME/AGE).
 """
@@ -17,7 +20,7 @@ from aiohttp import web
 
 from api.errors import BadRequest, MethodNotAllowed, NotFound, UnsupportedMediaType
 from api.patches import apply_json_patch, apply_merge_patch, apply_strategic_merge_patch
-from api.registry import ResourceType
+from api.registry import Registry, ResourceType
 from services.apiserver.codec import PatchType, json_response
 from services.apiserver.custom_objects import served_as
 from services.apiserver.tables import TABLE_CONTENT_TYPE, to_table, wants_table
@@ -30,6 +33,7 @@ __all__ = [
     "no_route",
     "object_response",
     "require_verb",
+    "stored_as",
 ]
 
 Obj = dict[str, Any]
@@ -71,6 +75,17 @@ def object_response(
         )
         return json_response(table, status=status, content_type=TABLE_CONTENT_TYPE)
     return json_response(obj, status=status)
+
+
+def stored_as(registry: Registry, rt: ResourceType, obj: Obj) -> tuple[ResourceType, Obj]:
+    """A body written to ``rt`` as it is stored, with the stored version's type: a version served
+    from another's storage (autoscaling/v1 HorizontalPodAutoscaler) is converted, and the write's
+    admission, defaults, validation and storage run on the stored version (Kubernetes runs them
+    on its internal version). The body is checked against ``rt`` (``check_body_identity``) first.
+    """
+    if rt.conversion is None:
+        return rt, obj
+    return registry.stored(rt), rt.conversion.to_storage(obj)
 
 
 def check_body_identity(

@@ -200,7 +200,7 @@ async def serve(
     request: web.Request, ctx: ApiContext, rt: ResourceType, opts: ListOptions
 ) -> web.Response:
     result = await list_objects(ctx, rt, opts)
-    if rt.custom is not None:
+    if rt.custom is not None or rt.conversion is not None:
         objects = [served_as(rt, o) for o in result.objects]
         result = ListResult(
             objects=objects, revision=result.revision, continue_token=result.continue_token

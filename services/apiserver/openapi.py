@@ -64,7 +64,8 @@ _PACKAGE_PREFIXES = {
     "api.core": "io.k8s.api.core.v1",
     "api.apps": "io.k8s.api.apps.v1",
     "api.coordination": "io.k8s.api.coordination.v1",
-    "api.autoscaling": "io.k8s.api.autoscaling.v1",
+    "api.autoscaling": "io.k8s.api.autoscaling.v2",
+    "api.autoscaling_v1": "io.k8s.api.autoscaling.v1",
     "api.batch": "io.k8s.api.batch.v1",
     "api.policy": "io.k8s.api.policy.v1",
     "api.config": "io.k8s.api.core.v1",
@@ -137,6 +138,13 @@ def component_name(module: str, name: str) -> str:
     """``api.core`` + ``Pod`` -> ``io.k8s.api.core.v1.Pod``; unknown modules keep their path."""
     prefix = _PACKAGE_PREFIXES.get(module, module)
     return re.sub(r"[^A-Za-z0-9_.-]", "_", f"{prefix}.{name}")
+
+
+def _go_name(cls: type[BaseModel]) -> str:
+    """The Go type a model stands for: its class name, or its ``go_name`` where two versions'
+    models of one kind live side by side (``api.autoscaling_v1``)."""
+    go_name = getattr(cls, "go_name", None)
+    return go_name if isinstance(go_name, str) else cls.__name__
 
 
 def gv_path(group: str, version: str) -> str:
@@ -335,7 +343,7 @@ class OpenAPIV3:
 
     def _group_versions(self, *, custom: bool) -> list[tuple[str, str]]:
         out: list[tuple[str, str]] = []
-        for rt in self._registry:
+        for rt in self._registry.every_version():
             if (rt.custom is not None) == custom and (rt.group, rt.version) not in out:
                 out.append((rt.group, rt.version))
         return out
@@ -391,7 +399,7 @@ class OpenAPIV3:
 
     def _component_schemas(self) -> dict[str, Any]:
         models: list[type[BaseModel]] = []
-        for rt in self._registry:
+        for rt in self._registry.every_version():
             if rt.custom is None and rt.model not in models:
                 models.append(rt.model)
         try:
@@ -401,7 +409,7 @@ class OpenAPIV3:
             keys, top = _json_schemas(models)
         # pydantic names definitions after the class; Kubernetes after the Go package and type
         names = {
-            cls.__name__: component_name(cls.__module__, cls.__name__)
+            cls.__name__: component_name(cls.__module__, _go_name(cls))
             for cls in _reachable_models(models)
         }
         defs = {
@@ -409,7 +417,7 @@ class OpenAPIV3:
             for short, schema in top.get("$defs", {}).items()
         }
         keys = {key: _rename_refs(value, names) for key, value in keys.items()}
-        for rt in self._registry:
+        for rt in self._registry.every_version():
             if rt.custom is not None:
                 continue
             ref = keys.get((rt.model, "validation"), {}).get("$ref", "")
@@ -423,7 +431,7 @@ class OpenAPIV3:
     def _document(self, group: str, version: str, schemas: dict[str, Any]) -> dict[str, Any]:
         paths: dict[str, Any] = {}
         used: set[str] = set()
-        for rt in self._registry:
+        for rt in self._registry.every_version():
             if (rt.group, rt.version) != (group, version):
                 continue
             ref = self._ref_of(rt, schemas)

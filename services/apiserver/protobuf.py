@@ -2,8 +2,8 @@
 
 Why: kubectl 1.32+ sends the body of its typed-client commands (``create namespace``, ``create
 deployment``, ``create job|cronjob|pdb``, ``create service``, ``create
-role|clusterrole|rolebinding|clusterrolebinding``, ``debug node/…``, ``debug --copy-to``) as
-``application/vnd.kubernetes.protobuf``.
+role|clusterrole|rolebinding|clusterrolebinding``, ``debug node/…``, ``debug --copy-to``,
+``autoscale`` — autoscaling/v1 up to 1.32) as ``application/vnd.kubernetes.protobuf``.
 client-go has no fallback to JSON after a 415 (it falls back only from CBOR, behind a feature gate
 that is off), so an apiserver that cannot read protobuf cannot serve those commands at all.
 
@@ -356,6 +356,13 @@ _MESSAGES: dict[str, str] = {
     "HPAScalingPolicy": "1 type !str; 2 value !i32; 3 periodSeconds !i32",
     "HorizontalPodAutoscalerStatus": "1 observedGeneration ?i64; 2 lastScaleTime Time;"
         " 3 currentReplicas i32; 4 desiredReplicas !i32",
+    # --- autoscaling/v1: HorizontalPodAutoscaler (kubectl autoscale, 1.32 and older) ------------
+    "HorizontalPodAutoscalerV1": "1 metadata ObjectMeta; 2 spec HorizontalPodAutoscalerSpecV1;"
+        " 3 status HorizontalPodAutoscalerStatusV1",
+    "HorizontalPodAutoscalerSpecV1": "1 scaleTargetRef CrossVersionObjectReference;"
+        " 2 minReplicas ?i32; 3 maxReplicas !i32; 4 targetCPUUtilizationPercentage ?i32",
+    "HorizontalPodAutoscalerStatusV1": "1 observedGeneration ?i64; 2 lastScaleTime Time;"
+        " 3 currentReplicas !i32; 4 desiredReplicas !i32; 5 currentCPUUtilizationPercentage ?i32",
     # --- coordination.k8s.io/v1, policy/v1, autoscaling/v1 ----------------------------------------
     "Lease": "1 metadata ObjectMeta; 2 spec LeaseSpec",
     "PriorityClass": "1 metadata ObjectMeta; 2 value !i32; 3 globalDefault bool;"
@@ -430,6 +437,7 @@ _KINDS: dict[tuple[str, str], str] = {
     ("policy/v1", "Eviction"): "Eviction",
     ("autoscaling/v1", "Scale"): "Scale",
     ("autoscaling/v2", "HorizontalPodAutoscaler"): "HorizontalPodAutoscaler",
+    ("autoscaling/v1", "HorizontalPodAutoscaler"): "HorizontalPodAutoscalerV1",
     ("authorization.k8s.io/v1", "SubjectAccessReview"): "SubjectAccessReview",
     ("authorization.k8s.io/v1", "LocalSubjectAccessReview"): "SubjectAccessReview",
     ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): "SelfSubjectAccessReview",

@@ -26,6 +26,7 @@ Limits: ``dryRun`` runs everything but the write (a dry-run apply of an absent o
 from __future__ import annotations
 
 import copy
+import dataclasses
 import secrets
 import string
 from dataclasses import dataclass
@@ -62,6 +63,7 @@ from services.apiserver.handlers import (
     no_route,
     object_response,
     require_verb,
+    stored_as,
 )
 from services.apiserver.identity import request_user
 from services.apiserver.node_restriction import CREATE, UPDATE
@@ -230,9 +232,13 @@ async def create(request: web.Request, ctx: ApiContext, target: Target) -> web.R
         return await subresources.bind(request, ctx, target, body)
     directive = fieldvalidation.directive_of(request)
     warnings = fieldvalidation.check_object(rt, body, directive=directive)
-    meta = check_body_identity(rt, body, namespace=target.namespace, name=None)
+    check_body_identity(rt, body, namespace=target.namespace, name=None)
     if rt.group in REVIEW_GROUPS:
         return await create_review(request, body, namespace=target.namespace)
+    served = rt
+    rt, body = stored_as(ctx.registry, served, body)
+    target = dataclasses.replace(target, rt=rt)
+    meta = body["metadata"]
     dry_run = is_dry_run(request)
     generate = meta.get("generateName") if not meta.get("name") else None
     for attempt in range(_GENERATE_ATTEMPTS if generate else 1):
@@ -254,7 +260,7 @@ async def create(request: web.Request, ctx: ApiContext, target: Target) -> web.R
         await check_no_escalation(request, ctx, rt, obj, user=request_user(request))
         await validate_dynamically(request, attrs, obj, old=None)
         if dry_run:
-            response = object_response(request, rt, obj, status=201)
+            response = object_response(request, served, obj, status=201)
             return fieldvalidation.add_warnings(response, warnings)
         reservation = await _reserve(ctx, rt, obj)
         try:
@@ -264,7 +270,7 @@ async def create(request: web.Request, ctx: ApiContext, target: Target) -> web.R
             if isinstance(exc, AlreadyExists) and generate and attempt + 1 < _GENERATE_ATTEMPTS:
                 continue
             raise
-        response = object_response(request, rt, stored, status=201)
+        response = object_response(request, served, stored, status=201)
         return fieldvalidation.add_warnings(response, warnings)
     raise AssertionError("unreachable")  # pragma: no cover
 
@@ -288,8 +294,11 @@ async def update(request: web.Request, ctx: ApiContext, target: Target) -> web.R
     body = await read_object(request)
     directive = fieldvalidation.directive_of(request)
     warnings = fieldvalidation.check_object(rt, body, directive=directive)
-    meta = check_body_identity(rt, body, namespace=target.namespace, name=name)
-    wanted_rv = str(meta.get("resourceVersion") or "")
+    check_body_identity(rt, body, namespace=target.namespace, name=name)
+    served = rt
+    rt, body = stored_as(ctx.registry, served, body)
+    target = dataclasses.replace(target, rt=rt)
+    wanted_rv = str(body["metadata"].get("resourceVersion") or "")
     storage = ctx.storage(rt)
     dry_run = is_dry_run(request)
     dry: list[Obj] = []
@@ -340,18 +349,22 @@ async def update(request: web.Request, ctx: ApiContext, target: Target) -> web.R
         raise
     await _settle(reservations, result.obj)
     if dry:
-        return fieldvalidation.add_warnings(object_response(request, rt, dry[-1]), warnings)
-    response = object_response(request, rt, result.obj, status=201 if result.created else 200)
+        return fieldvalidation.add_warnings(object_response(request, served, dry[-1]), warnings)
+    response = object_response(request, served, result.obj, status=201 if result.created else 200)
     return fieldvalidation.add_warnings(response, warnings)
 
 
 async def patch(request: web.Request, ctx: ApiContext, target: Target) -> web.Response:
-    rt, name = target.rt, str(target.name)
+    """A patch applies to the object as the asked version serves it; the result is stored as
+    the stored version (``stored_as``)."""
+    served, name = target.rt, str(target.name)
+    rt = ctx.registry.stored(served)
+    target = dataclasses.replace(target, rt=rt)
     patch_type, doc = await read_patch(request)
     options = apply_options(request, patch_type)
     applying = patch_type is PatchType.APPLY
     if applying:
-        check_body_identity(rt, doc, namespace=target.namespace, name=name)
+        check_body_identity(served, doc, namespace=target.namespace, name=name)
     directive = fieldvalidation.directive_of(request)
     storage = ctx.storage(rt)
     dry_run = is_dry_run(request)
@@ -361,15 +374,17 @@ async def patch(request: web.Request, ctx: ApiContext, target: Target) -> web.Re
 
     async def mutate(current: Obj) -> Obj:
         current_meta = current["metadata"]
+        live = current if served.conversion is None else served.conversion.from_storage(current)
         if applying:
-            new = apply_to(rt, live=current, config=doc, options=options)
+            new = apply_to(served, live=live, config=doc, options=options)
         else:
-            new = apply_patch(rt, current, patch_type, doc)
+            new = apply_patch(served, live, patch_type, doc)
         warnings[:] = fieldvalidation.check_patched(
-            rt, new, current=current, directive=directive, patch_type=patch_type, patch=doc
+            served, new, current=live, directive=directive, patch_type=patch_type, patch=doc
         )
-        new_meta = check_body_identity(rt, new, namespace=target.namespace, name=name)
-        wanted_rv = new_meta.get("resourceVersion")
+        check_body_identity(served, new, namespace=target.namespace, name=name)
+        _, new = stored_as(ctx.registry, served, new)
+        wanted_rv = new["metadata"].get("resourceVersion")
         if wanted_rv and wanted_rv != current_meta.get("resourceVersion"):
             raise storage.conflict(name)
         prepare_for_update(rt, new, current)
@@ -395,8 +410,9 @@ async def patch(request: web.Request, ctx: ApiContext, target: Target) -> web.Re
 
     async def apply_create() -> Obj:
         """An apply to an absent object creates it from the configuration."""
-        obj = apply_to(rt, live=None, config=doc, options=options)
-        warnings[:] = fieldvalidation.check_object(rt, obj, directive=directive)
+        obj = apply_to(served, live=None, config=doc, options=options)
+        warnings[:] = fieldvalidation.check_object(served, obj, directive=directive)
+        _, obj = stored_as(ctx.registry, served, obj)
         return await _admitted_new(
             request, ctx, rt, target, name, obj, reservations, record_as_update=False
         )
@@ -411,7 +427,7 @@ async def patch(request: web.Request, ctx: ApiContext, target: Target) -> web.Re
         raise
     await _settle(reservations, result.obj)
     status = 201 if result.created else 200
-    response = object_response(request, rt, dry[-1] if dry else result.obj, status=status)
+    response = object_response(request, served, dry[-1] if dry else result.obj, status=status)
     return fieldvalidation.add_warnings(response, warnings)
 
 

@@ -44,6 +44,7 @@ from services.apiserver.handlers import (
     method_not_allowed,
     no_route,
     object_response,
+    stored_as,
 )
 from services.apiserver.identity import request_user
 from services.apiserver.node_restriction import UPDATE, Write, admit
@@ -99,12 +100,16 @@ async def dispatch(request: web.Request, ctx: ApiContext, target: Target) -> web
 
 
 async def _write_status(request: web.Request, ctx: ApiContext, target: Target) -> web.Response:
-    rt: ResourceType = target.rt
+    """A status write as the asked version says it, run on the stored version (``stored_as``)."""
+    served: ResourceType = target.rt
+    rt = ctx.registry.stored(served)
     name = str(target.name)
     storage = ctx.storage(rt)
+    body: Obj | None
     if request.method == "PUT":
         body = await read_object(request)
-        check_body_identity(rt, body, namespace=target.namespace, name=name)
+        check_body_identity(served, body, namespace=target.namespace, name=name)
+        _, body = stored_as(ctx.registry, served, body)
         patch_doc: Any = None
         patch_type = None
     else:
@@ -115,17 +120,20 @@ async def _write_status(request: web.Request, ctx: ApiContext, target: Target) -
     dry: list[Obj] = []
 
     async def mutate(current: Obj) -> Obj:
+        live = current if served.conversion is None else served.conversion.from_storage(current)
         if body is not None:
             new = copy.deepcopy(body)
         elif patch_type is PatchType.APPLY and options is not None:
-            check_body_identity(rt, patch_doc, namespace=target.namespace, name=name)
+            check_body_identity(served, patch_doc, namespace=target.namespace, name=name)
             new = apply_to(
-                rt, live=current, config=patch_doc, options=options, subresource="status"
+                served, live=live, config=patch_doc, options=options, subresource="status"
             )
+            _, new = stored_as(ctx.registry, served, new)
         else:
             assert patch_type is not None
-            new = apply_patch(rt, current, patch_type, patch_doc)
-            check_body_identity(rt, new, namespace=target.namespace, name=name)
+            new = apply_patch(served, live, patch_type, patch_doc)
+            check_body_identity(served, new, namespace=target.namespace, name=name)
+            _, new = stored_as(ctx.registry, served, new)
         wanted = (new.get("metadata") or {}).get("resourceVersion")
         if wanted and wanted != current["metadata"].get("resourceVersion"):
             raise storage.conflict(name)
@@ -157,7 +165,7 @@ async def _write_status(request: web.Request, ctx: ApiContext, target: Target) -
         return out
 
     result = await storage.guaranteed_update(target.namespace, name, mutate)
-    return object_response(request, rt, dry[-1] if dry else result.obj)
+    return object_response(request, served, dry[-1] if dry else result.obj)
 
 
 async def bind(request: web.Request, ctx: ApiContext, target: Target, body: Obj) -> web.Response:

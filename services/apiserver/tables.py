@@ -1601,8 +1601,11 @@ def to_table(
     moment = now or datetime.now(UTC)
     rows: list[dict[str, Any]] = []
     for obj in objects:
-        row: dict[str, Any] = {"cells": printer.cells(obj, moment)}
-        conditions = printer.conditions(obj) if printer.conditions else None
+        # a version served from another's storage prints as the stored one (as Kubernetes
+        # prints from its internal version): `kubectl get hpa` reads the same via v1 and v2
+        printed = obj if rt.conversion is None else rt.conversion.to_storage(obj)
+        row: dict[str, Any] = {"cells": printer.cells(printed, moment)}
+        conditions = printer.conditions(printed) if printer.conditions else None
         if conditions:
             row["conditions"] = conditions
         if policy == "Metadata":

@@ -170,14 +170,16 @@ def _start_after(
 
 class _Renderer:
     """Deliveries to bytes: the cache's shared frames, or one-row Tables for kubectl. A custom
-    object goes out as the watched version serves it (``served_as``): the shared frame when that
-    changes nothing, else its own."""
+    object, or one of a version served from another's storage, goes out as the watched version
+    serves it (``served_as``): the shared frame when that changes nothing, else its own."""
 
     def __init__(self, rt: ResourceType, opts: ListOptions, *, table: bool) -> None:
         self.rt = rt
         self.opts = opts
         self.table = table
         self.headers_sent = False
+        self.shared = rt.custom is None and rt.conversion is None
+        """Every object goes out as the cache holds it."""
 
     def _served(self, delivery: Delivery) -> Obj | None:
         """The custom object as served when that differs from the cache's; else None."""
@@ -188,14 +190,14 @@ class _Renderer:
 
     def chunk(self, delivery: Delivery) -> bytes:
         """``frame`` as one HTTP/1.1 chunk (not for Tables)."""
-        if self.rt.custom is None or (served := self._served(delivery)) is None:
+        if self.shared or (served := self._served(delivery)) is None:
             return delivery.chunk()
         frame = _event_frame(delivery.type, served)
         return b"%x\r\n%s\r\n" % (len(frame), frame)
 
     def frame(self, delivery: Delivery) -> bytes:
         if not self.table:
-            if self.rt.custom is None or (served := self._served(delivery)) is None:
+            if self.shared or (served := self._served(delivery)) is None:
                 return delivery.frame()
             return _event_frame(delivery.type, served)
         assert delivery.event is not None

@@ -1,0 +1,481 @@
+"""autoscaling/v1 HorizontalPodAutoscaler: the older version, served beside v2 from v2's storage.
+
+Why: ``kubectl autoscale`` (kubectl 1.32 and older) writes autoscaling/v1, and tools still read
+it. Kubernetes stores one HorizontalPodAutoscaler and converts it for each version asked; this
+module holds the v1 models (for validation of v1 bodies and the v1 OpenAPI) and the two
+conversions, following ``pkg/apis/autoscaling/v1/conversion.go``:
+
+* v1 has one metric, ``spec.targetCPUUtilizationPercentage``: a v2 ``Resource`` ``cpu`` metric
+  with a ``Utilization`` target. A v1 object without it (and without other metrics) converts to
+  v2's default, CPU at 80%;
+* status: ``currentCPUUtilizationPercentage`` is the current CPU utilisation among the metrics;
+* what v1 cannot say rides in annotations, so a v1 read-modify-write keeps it: the other metrics
+  (``autoscaling.alpha.kubernetes.io/metrics``, in v1's metric shapes —
+  ``targetAverageUtilization`` ...), the current metrics (``.../current-metrics``), the conditions
+  (``.../conditions``) and the behavior (``.../behavior``, in v2's shape). Reading v2 from v1
+  takes them out of the annotations again.
+
+Limits: as Kubernetes, a v2 CPU-utilisation metric goes back after the other metrics (the order
+of ``spec.metrics`` may change on a v1 round trip); a v1 status ``Resource`` metric without a
+current average value gains ``averageValue: "0"``, as Kubernetes' does.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar
+
+from pydantic import Field
+
+from api.autoscaling import CrossVersionObjectReference
+from api.meta import KubeModel, ObjectMeta
+
+__all__ = [
+    "BEHAVIOR_ANNOTATION",
+    "CONDITIONS_ANNOTATION",
+    "CURRENT_METRICS_ANNOTATION",
+    "METRICS_ANNOTATION",
+    "HorizontalPodAutoscalerV1",
+    "v1_from_v2",
+    "v2_from_v1",
+]
+
+METRICS_ANNOTATION = "autoscaling.alpha.kubernetes.io/metrics"
+CURRENT_METRICS_ANNOTATION = "autoscaling.alpha.kubernetes.io/current-metrics"
+CONDITIONS_ANNOTATION = "autoscaling.alpha.kubernetes.io/conditions"
+BEHAVIOR_ANNOTATION = "autoscaling.alpha.kubernetes.io/behavior"
+
+_DEFAULT_CPU_UTILIZATION = 80
+"""v2's target when a v1 object names no metric (``autoscaling.DefaultCPUUtilization``)."""
+
+Obj = dict[str, Any]
+
+
+# The classes carry a V1 suffix so that they do not shadow v2's in one OpenAPI build; ``go_name``
+# is the Go type each stands for (the OpenAPI component ``io.k8s.api.autoscaling.v1.<go_name>``).
+
+
+class HorizontalPodAutoscalerSpecV1(KubeModel):
+    go_name: ClassVar[str] = "HorizontalPodAutoscalerSpec"
+    scale_target_ref: CrossVersionObjectReference
+    max_replicas: int
+    min_replicas: int | None = None
+    target_cpu_utilization_percentage: int | None = Field(
+        default=None, alias="targetCPUUtilizationPercentage"
+    )
+
+
+class HorizontalPodAutoscalerStatusV1(KubeModel):
+    go_name: ClassVar[str] = "HorizontalPodAutoscalerStatus"
+    desired_replicas: int = 0
+    current_replicas: int = 0
+    observed_generation: int | None = None
+    last_scale_time: str | None = None
+    current_cpu_utilization_percentage: int | None = Field(
+        default=None, alias="currentCPUUtilizationPercentage"
+    )
+
+
+class HorizontalPodAutoscalerV1(KubeModel):
+    go_name: ClassVar[str] = "HorizontalPodAutoscaler"
+    api_version: str = "autoscaling/v1"
+    kind: str = "HorizontalPodAutoscaler"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: HorizontalPodAutoscalerSpecV1
+    status: HorizontalPodAutoscalerStatusV1 = Field(default_factory=HorizontalPodAutoscalerStatusV1)
+
+
+# -- v2 -> v1 ------------------------------------------------------------------------------------
+
+
+def _is_cpu_utilization(metric: Obj) -> bool:
+    resource = metric.get("resource") or {}
+    return (
+        metric.get("type") == "Resource"
+        and resource.get("name") == "cpu"
+        and (resource.get("target") or {}).get("averageUtilization") is not None
+    )
+
+
+def _pruned(values: Obj) -> Obj:
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def _v1_metric(metric: Obj) -> Obj:
+    """A v2 MetricSpec in v1's (v2beta1's) shape, as the metrics annotation holds it."""
+    kind = str(metric.get("type") or "")
+    out: Obj = {"type": kind}
+    if kind in ("Resource", "ContainerResource"):
+        key = "resource" if kind == "Resource" else "containerResource"
+        source = metric.get(key) or {}
+        target = source.get("target") or {}
+        out[key] = _pruned(
+            {
+                "name": source.get("name"),
+                "container": source.get("container"),
+                "targetAverageUtilization": target.get("averageUtilization"),
+                "targetAverageValue": target.get("averageValue"),
+            }
+        )
+    elif kind == "Pods":
+        source = metric.get("pods") or {}
+        ident, target = source.get("metric") or {}, source.get("target") or {}
+        out["pods"] = _pruned(
+            {
+                "metricName": ident.get("name"),
+                "targetAverageValue": target.get("averageValue") or "0",
+                "selector": ident.get("selector"),
+            }
+        )
+    elif kind == "Object":
+        source = metric.get("object") or {}
+        ident, target = source.get("metric") or {}, source.get("target") or {}
+        out["object"] = _pruned(
+            {
+                "target": source.get("describedObject"),
+                "metricName": ident.get("name"),
+                "targetValue": target.get("value") or "0",
+                "selector": ident.get("selector"),
+                "averageValue": target.get("averageValue"),
+            }
+        )
+    elif kind == "External":
+        source = metric.get("external") or {}
+        ident, target = source.get("metric") or {}, source.get("target") or {}
+        out["external"] = _pruned(
+            {
+                "metricName": ident.get("name"),
+                "metricSelector": ident.get("selector"),
+                "targetValue": target.get("value"),
+                "targetAverageValue": target.get("averageValue"),
+            }
+        )
+    return out
+
+
+def _v1_metric_status(metric: Obj) -> Obj:
+    """A v2 MetricStatus in v1's shape, as the current-metrics annotation holds it."""
+    kind = str(metric.get("type") or "")
+    out: Obj = {"type": kind}
+    if kind in ("Resource", "ContainerResource"):
+        key = "resource" if kind == "Resource" else "containerResource"
+        source = metric.get(key) or {}
+        current = source.get("current") or {}
+        out[key] = _pruned(
+            {
+                "name": source.get("name"),
+                "container": source.get("container"),
+                "currentAverageUtilization": current.get("averageUtilization"),
+                "currentAverageValue": current.get("averageValue") or "0",
+            }
+        )
+    elif kind == "Pods":
+        source = metric.get("pods") or {}
+        ident, current = source.get("metric") or {}, source.get("current") or {}
+        out["pods"] = _pruned(
+            {
+                "metricName": ident.get("name"),
+                "currentAverageValue": current.get("averageValue") or "0",
+                "selector": ident.get("selector"),
+            }
+        )
+    elif kind == "Object":
+        source = metric.get("object") or {}
+        ident, current = source.get("metric") or {}, source.get("current") or {}
+        out["object"] = _pruned(
+            {
+                "target": source.get("describedObject"),
+                "metricName": ident.get("name"),
+                "currentValue": current.get("value") or "0",
+                "selector": ident.get("selector"),
+                "averageValue": current.get("averageValue"),
+            }
+        )
+    elif kind == "External":
+        source = metric.get("external") or {}
+        ident, current = source.get("metric") or {}, source.get("current") or {}
+        out["external"] = _pruned(
+            {
+                "metricName": ident.get("name"),
+                "metricSelector": ident.get("selector"),
+                "currentValue": current.get("value") or "0",
+                "currentAverageValue": current.get("averageValue"),
+            }
+        )
+    return out
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+def v1_from_v2(obj: Obj) -> Obj:
+    """A stored (v2) HorizontalPodAutoscaler as autoscaling/v1 serves it; ``obj`` is not changed."""
+    spec: Obj = obj.get("spec") or {}
+    status: Obj = obj.get("status") or {}
+    metrics: list[Obj] = list(spec.get("metrics") or [])
+    current_metrics: list[Obj] = list(status.get("currentMetrics") or [])
+    conditions: list[Obj] = list(status.get("conditions") or [])
+
+    v1_spec: Obj = {
+        k: spec[k] for k in ("scaleTargetRef", "minReplicas", "maxReplicas") if k in spec
+    }
+    cpu = next(
+        (
+            m
+            for m in metrics
+            if m.get("type") == "Resource" and (m.get("resource") or {}).get("name") == "cpu"
+        ),
+        None,
+    )
+    if cpu is not None and _is_cpu_utilization(cpu):
+        v1_spec["targetCPUUtilizationPercentage"] = cpu["resource"]["target"]["averageUtilization"]
+
+    v1_status: Obj = {k: status[k] for k in ("observedGeneration", "lastScaleTime") if k in status}
+    # v1's replica counts have no omitempty: 0 is printed (v2 omits a current count of 0)
+    v1_status["currentReplicas"] = status.get("currentReplicas") or 0
+    v1_status["desiredReplicas"] = status.get("desiredReplicas") or 0
+    for metric in current_metrics:
+        resource = metric.get("resource") or {}
+        utilization = (resource.get("current") or {}).get("averageUtilization")
+        if (
+            metric.get("type") == "Resource"
+            and resource.get("name") == "cpu"
+            and utilization is not None
+        ):
+            v1_status["currentCPUUtilizationPercentage"] = utilization
+
+    meta: Obj = dict(obj.get("metadata") or {})
+    annotations: dict[str, str] = dict(meta.get("annotations") or {})
+    others = [_v1_metric(m) for m in metrics if not _is_cpu_utilization(m)]
+    if others:
+        annotations[METRICS_ANNOTATION] = _compact(others)
+    if current_metrics:
+        annotations[CURRENT_METRICS_ANNOTATION] = _compact(
+            [_v1_metric_status(m) for m in current_metrics]
+        )
+    if conditions:
+        annotations[CONDITIONS_ANNOTATION] = _compact(conditions)
+    if spec.get("behavior") is not None:
+        annotations[BEHAVIOR_ANNOTATION] = _compact(spec["behavior"])
+    if annotations:
+        meta["annotations"] = annotations
+
+    out: Obj = {
+        **obj,
+        "apiVersion": "autoscaling/v1",
+        "metadata": meta,
+        "spec": v1_spec,
+        "status": v1_status,
+    }
+    return out
+
+
+# -- v1 -> v2 ------------------------------------------------------------------------------------
+
+
+def _v2_metric(metric: Obj) -> Obj:
+    """A metric of the v1 metrics annotation in v2's shape."""
+    kind = str(metric.get("type") or "")
+    out: Obj = {"type": kind}
+    if kind in ("Resource", "ContainerResource"):
+        key = "resource" if kind == "Resource" else "containerResource"
+        source = metric.get(key) or {}
+        utilization = source.get("targetAverageUtilization")
+        target = _pruned(
+            {
+                "type": "AverageValue" if utilization is None else "Utilization",
+                "averageValue": source.get("targetAverageValue"),
+                "averageUtilization": utilization,
+            }
+        )
+        out[key] = _pruned(
+            {"name": source.get("name"), "container": source.get("container"), "target": target}
+        )
+    elif kind == "Pods":
+        source = metric.get("pods") or {}
+        out["pods"] = {
+            "metric": _pruned(
+                {"name": source.get("metricName"), "selector": source.get("selector")}
+            ),
+            "target": {"type": "AverageValue", "averageValue": source.get("targetAverageValue")},
+        }
+    elif kind == "Object":
+        source = metric.get("object") or {}
+        average = source.get("averageValue")
+        out["object"] = {
+            "describedObject": source.get("target"),
+            "metric": _pruned(
+                {"name": source.get("metricName"), "selector": source.get("selector")}
+            ),
+            "target": _pruned(
+                {
+                    "type": "Value" if average is None else "AverageValue",
+                    "value": source.get("targetValue"),
+                    "averageValue": average,
+                }
+            ),
+        }
+    elif kind == "External":
+        source = metric.get("external") or {}
+        value = source.get("targetValue")
+        out["external"] = {
+            "metric": _pruned(
+                {"name": source.get("metricName"), "selector": source.get("metricSelector")}
+            ),
+            "target": _pruned(
+                {
+                    "type": "AverageValue" if value is None else "Value",
+                    "value": value,
+                    "averageValue": source.get("targetAverageValue"),
+                }
+            ),
+        }
+    return out
+
+
+def _v2_metric_status(metric: Obj) -> Obj:
+    """A metric of the v1 current-metrics annotation in v2's shape."""
+    kind = str(metric.get("type") or "")
+    out: Obj = {"type": kind}
+    if kind in ("Resource", "ContainerResource"):
+        key = "resource" if kind == "Resource" else "containerResource"
+        source = metric.get(key) or {}
+        current = _pruned(
+            {
+                "averageValue": source.get("currentAverageValue") or "0",
+                "averageUtilization": source.get("currentAverageUtilization"),
+            }
+        )
+        out[key] = _pruned(
+            {"name": source.get("name"), "container": source.get("container"), "current": current}
+        )
+    elif kind == "Pods":
+        source = metric.get("pods") or {}
+        out["pods"] = {
+            "metric": _pruned(
+                {"name": source.get("metricName"), "selector": source.get("selector")}
+            ),
+            "current": {"averageValue": source.get("currentAverageValue") or "0"},
+        }
+    elif kind == "Object":
+        source = metric.get("object") or {}
+        out["object"] = {
+            "describedObject": source.get("target"),
+            "metric": _pruned(
+                {"name": source.get("metricName"), "selector": source.get("selector")}
+            ),
+            "current": _pruned(
+                {"value": source.get("currentValue"), "averageValue": source.get("averageValue")}
+            ),
+        }
+    elif kind == "External":
+        source = metric.get("external") or {}
+        out["external"] = {
+            "metric": _pruned(
+                {"name": source.get("metricName"), "selector": source.get("metricSelector")}
+            ),
+            "current": _pruned(
+                {
+                    "value": source.get("currentValue"),
+                    "averageValue": source.get("currentAverageValue"),
+                }
+            ),
+        }
+    return out
+
+
+def _annotation_list(annotations: dict[str, Any], key: str) -> list[Obj] | None:
+    """The JSON list an annotation holds, taken out of ``annotations``; None when absent or not
+    a list of objects (Kubernetes refuses the body then; kubelite ignores it)."""
+    raw = annotations.pop(key, None)
+    try:
+        value = json.loads(raw) if isinstance(raw, str) else None
+    except ValueError:
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        return None
+    return value
+
+
+def v2_from_v1(obj: Obj) -> Obj:
+    """An autoscaling/v1 HorizontalPodAutoscaler as v2 (how it is stored); ``obj`` is not
+    changed."""
+    spec: Obj = obj.get("spec") or {}
+    status: Obj = obj.get("status") or {}
+    meta: Obj = dict(obj.get("metadata") or {})
+    annotations: dict[str, Any] = dict(meta.get("annotations") or {})
+
+    v2_spec: Obj = {
+        k: spec[k] for k in ("scaleTargetRef", "minReplicas", "maxReplicas") if k in spec
+    }
+    metrics = [_v2_metric(m) for m in _annotation_list(annotations, METRICS_ANNOTATION) or []]
+    cpu = spec.get("targetCPUUtilizationPercentage")
+    if cpu is not None:
+        metrics.append(
+            {
+                "type": "Resource",
+                "resource": {
+                    "name": "cpu",
+                    "target": {"type": "Utilization", "averageUtilization": cpu},
+                },
+            }
+        )
+    if not metrics:
+        metrics = [
+            {
+                "type": "Resource",
+                "resource": {
+                    "name": "cpu",
+                    "target": {
+                        "type": "Utilization",
+                        "averageUtilization": _DEFAULT_CPU_UTILIZATION,
+                    },
+                },
+            }
+        ]
+    v2_spec["metrics"] = metrics
+    behavior = annotations.pop(BEHAVIOR_ANNOTATION, None)
+    if isinstance(behavior, str):
+        try:
+            decoded = json.loads(behavior)
+        except ValueError:
+            decoded = None
+        if isinstance(decoded, dict):
+            v2_spec["behavior"] = decoded
+
+    v2_status: Obj = {
+        k: status[k]
+        for k in ("observedGeneration", "lastScaleTime", "desiredReplicas")
+        if k in status
+    }
+    if status.get("currentReplicas"):
+        v2_status["currentReplicas"] = status["currentReplicas"]
+    current = _annotation_list(annotations, CURRENT_METRICS_ANNOTATION)
+    if current is not None:
+        v2_status["currentMetrics"] = [_v2_metric_status(m) for m in current]
+    elif status.get("currentCPUUtilizationPercentage") is not None:
+        v2_status["currentMetrics"] = [
+            {
+                "type": "Resource",
+                "resource": {
+                    "name": "cpu",
+                    "current": {"averageUtilization": status["currentCPUUtilizationPercentage"]},
+                },
+            }
+        ]
+    conditions = _annotation_list(annotations, CONDITIONS_ANNOTATION)
+    if conditions is not None:
+        v2_status["conditions"] = conditions
+
+    if annotations:
+        meta["annotations"] = annotations
+    else:
+        meta.pop("annotations", None)
+    return {
+        **obj,
+        "apiVersion": "autoscaling/v2",
+        "metadata": meta,
+        "spec": v2_spec,
+        "status": v2_status,
+    }
