@@ -206,7 +206,7 @@ def test_lookups_by_any_name() -> None:
         "coordination.k8s.io": ["v1"],
         "storage.k8s.io": ["v1"],
         "batch": ["v1"],
-        "autoscaling": ["v2"],
+        "autoscaling": ["v2", "v1"],
         "policy": ["v1"],
         "discovery.k8s.io": ["v1"],
         "rbac.authorization.k8s.io": ["v1"],
@@ -282,3 +282,15 @@ def test_field_getters_read_dicts_like_kubernetes() -> None:
         "status.podIP",
         "status.nominatedNodeName",
     }
+
+
+def test_autoscaling_v1_is_routed_but_v2_is_the_stored_kind() -> None:
+    v1 = REGISTRY.get("autoscaling", "v1", "horizontalpodautoscalers")
+    v2 = REGISTRY.get("autoscaling", "v2", "horizontalpodautoscalers")
+    assert v1 is not None and v1.conversion is not None
+    assert v2 is not None and v2.conversion is None
+    assert REGISTRY.by_kind("autoscaling", "HorizontalPodAutoscaler") is v2
+    assert REGISTRY.stored(v1) is v2
+    assert v1 not in list(REGISTRY)  # controllers iterate the stored kinds only
+    assert v1 in list(REGISTRY.every_version())
+    assert v1.key("default", "web") == v2.key("default", "web")
