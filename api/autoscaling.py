@@ -13,7 +13,9 @@ has its missing rules and fields filled with Kubernetes' (scale up: no stabilisa
 larger of 4 pods or 100% per 15 s; scale down: a 300 s window, 100% per 15 s; ``selectPolicy``
 Max) — a missing ``behavior`` stays missing, and the controller applies the same rules.
 
-Limits: only autoscaling/v2 is served; the metric types other than ``Resource`` and
+autoscaling/v1 is served from the same storage, converted (``api.autoscaling_v1``).
+
+Limits: the metric types other than ``Resource`` and
 ``ContainerResource`` are accepted and stored but not acted on (the controller reports them
 as invalid metric sources).
 """

@@ -27,11 +27,17 @@ COLUMNS = [
 
 
 def expected_cells(rt: ResourceType) -> list[str]:
-    """The README's first seven cells for ``rt``; the eighth (who acts on it) is prose."""
+    """The README's first seven cells for ``rt`` (every version it is served at); the eighth
+    (who acts on it) is prose."""
     verbs = "all" if set(rt.verbs) == set(ALL_VERBS) else ", ".join(rt.verbs)
+    versions = [
+        other.api_version
+        for other in REGISTRY.every_version()
+        if (other.group, other.kind) == (rt.group, rt.kind)
+    ]  # the stored version first, then any served from its storage (autoscaling/v1)
     return [
         rt.kind,
-        rt.api_version,
+        ", ".join(versions),
         rt.plural,
         "Namespaced" if rt.namespaced else "Cluster",
         verbs,
