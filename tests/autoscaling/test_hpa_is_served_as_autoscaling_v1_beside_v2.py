@@ -41,7 +41,10 @@ def _call(url: str, method: str = "GET", body: Obj | None = None) -> Obj:
 def _cpu(percent: int) -> Obj:
     return {
         "type": "Resource",
-        "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": percent}},
+        "resource": {
+            "name": "cpu",
+            "target": {"type": "Utilization", "averageUtilization": percent},
+        },
     }
 
 
@@ -168,7 +171,10 @@ def test_official_client_autoscaling_v1_crud(kubelite_apiserver: ComponentProces
     assert status.status.current_cpu_utilization_percentage == 40
     v2 = _call(f"{kubelite_apiserver.url}{V2}/crud")
     assert v2["status"]["currentMetrics"][0]["resource"]["current"]["averageUtilization"] == 40
-    assert api.read_namespaced_horizontal_pod_autoscaler_status("crud", NS).status.desired_replicas == 2
+    assert (
+        api.read_namespaced_horizontal_pod_autoscaler_status("crud", NS).status.desired_replicas
+        == 2
+    )
 
     api.delete_namespaced_horizontal_pod_autoscaler("crud", NS)
     try:
@@ -196,5 +202,41 @@ def test_discovery_prefers_v2_and_openapi_describes_v1(
     assert schema["x-kubernetes-group-version-kind"] == [
         {"group": "autoscaling", "version": "v1", "kind": "HorizontalPodAutoscaler"}
     ]
-    spec = document["components"]["schemas"]["io.k8s.api.autoscaling.v1.HorizontalPodAutoscalerSpec"]
+    spec = document["components"]["schemas"][
+        "io.k8s.api.autoscaling.v1.HorizontalPodAutoscalerSpec"
+    ]
     assert "targetCPUUtilizationPercentage" in spec["properties"]
+
+
+def test_kubectl_applies_and_patches_through_v1(
+    kubelite_apiserver: ComponentProcess, tmp_path: Path
+) -> None:
+    kubectl = Kubectl.on(kubelite_apiserver.url, workdir=tmp_path)
+    manifest: Obj = {
+        "apiVersion": "autoscaling/v1",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "applied", "namespace": NS},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "maxReplicas": 3,
+            "targetCPUUtilizationPercentage": 60,
+        },
+    }
+    kubectl.apply(manifest, "--server-side")
+    resource = "horizontalpodautoscalers.v1.autoscaling"
+    kubectl("patch", resource, "applied", "-p", '{"spec":{"maxReplicas":7}}')  # strategic
+    kubectl(
+        "patch",
+        resource,
+        "applied",
+        "--type=json",
+        "-p",
+        '[{"op":"replace","path":"/spec/targetCPUUtilizationPercentage","value":65}]',
+    )
+    v2 = _call(f"{kubelite_apiserver.url}{V2}/applied")
+    assert (v2["spec"]["maxReplicas"], v2["spec"]["metrics"]) == (7, [_cpu(65)])
+
+    manifest["spec"]["targetCPUUtilizationPercentage"] = 55
+    kubectl.apply(manifest, "--server-side", "--force-conflicts")
+    v2 = _call(f"{kubelite_apiserver.url}{V2}/applied")
+    assert v2["spec"]["metrics"] == [_cpu(55)]
