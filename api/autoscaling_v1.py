@@ -16,8 +16,9 @@ conversions, following ``pkg/apis/autoscaling/v1/conversion.go``:
   takes them out of the annotations again.
 
 Limits: as Kubernetes, a v2 CPU-utilisation metric goes back after the other metrics (the order
-of ``spec.metrics`` may change on a v1 round trip); a v1 status ``Resource`` metric without a
-current average value gains ``averageValue: "0"``, as Kubernetes' does.
+of ``spec.metrics`` may change on a v1 round trip); a value v1 cannot leave out (a ``Pods``
+target's or a current ``Resource``/``Pods`` average, an ``Object`` target's or current
+``Object``/``External`` value) comes back as ``"0"`` where v2 had none, as Kubernetes' does.
 """
 
 from __future__ import annotations
