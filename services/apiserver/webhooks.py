@@ -41,8 +41,10 @@ on its answer. This module does the same for every kind, built-in and custom:
   ``Warning`` headers (``ADMISSION_WARNINGS``); ``auditAnnotations`` become the request's audit
   annotations as ``<webhook name>/<key>``.
 
-Limits: ``matchPolicy: Equivalent`` has nothing to convert (kubelite serves one version of each
-built-in kind, and a custom kind's other versions are not translated); a CONNECT to the
+Limits: ``matchPolicy: Equivalent`` has nothing to convert (a built-in kind served at two
+versions — autoscaling/v1 and v2 HorizontalPodAutoscaler — is admitted as its stored version,
+v2, whichever was written, so a rule naming only v1 does not match; a custom kind's other
+versions are not translated); a CONNECT to the
 ``proxy`` subresources does not call webhooks (kubelite serves no ``attach``); the mutation and
 patch audit annotations Kubernetes adds are not written.
 """
