@@ -6,7 +6,11 @@ subresources, the pydantic model that validates it, and its selectable fields. T
 routes and discovers from this table alone; clients resolve kinds and paths from it.
 
 Store keys: ``/registry/{group or "core"}/{plural}/{namespace}/{name}`` for namespaced kinds and
-``/registry/{group or "core"}/{plural}/{name}`` for cluster-scoped ones.
+``/registry/{group or "core"}/{plural}/{name}`` for cluster-scoped ones — the same for every
+version of a kind. A kind served at a second version from the first one's storage
+(autoscaling/v1 HorizontalPodAutoscaler) has a ``Conversion``: it is routed (``get``) and
+discovered (``every_version``, ``groups``), while iterating the registry and ``by_kind`` give
+the stored version only, so what works per kind (controllers, storages, watch caches) sees one.
 """
 
 from __future__ import annotations
