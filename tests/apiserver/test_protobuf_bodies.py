@@ -404,6 +404,20 @@ async def test_server_creates_what_kubectl_sent_as_protobuf(api: Api) -> None:
     assert deploy["spec"]["replicas"] == 0  # not defaulted to 1
     assert deploy["spec"]["revisionHistoryLimit"] == 10  # defaults still apply
 
+    # The captured pod names PriorityClass "high" with its value and policy; Priority admission
+    # refuses a pod whose class is missing or disagrees with it.
+    status, pc = await api.post(
+        "/apis/scheduling.k8s.io/v1/priorityclasses",
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": "high"},
+            "value": -5,
+            "preemptionPolicy": "Never",
+        },
+    )
+    assert status == 201, pc
+
     # Strict: the decoder emits no field name the apiserver does not know.
     status, pod = await post_protobuf(
         api, "/api/v1/namespaces/default/pods?fieldValidation=Strict", fixture("debug-copy-rich.pb")
