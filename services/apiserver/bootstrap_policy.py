@@ -150,7 +150,6 @@ _VIEW_RULES = [
     ),
     _rule(READ, ("autoscaling",), "horizontalpodautoscalers", "horizontalpodautoscalers/status"),
     _rule(READ, ("metrics.k8s.io",), "pods", "nodes"),  # metrics-server's aggregated reader
-    _rule(READ, ("metrics.k8s.io",), "pods", "nodes"),  # metrics-server's aggregated reader
     _rule(READ, ("batch",), "cronjobs", "cronjobs/status", "jobs", "jobs/status"),
     _rule(READ, ("policy",), "poddisruptionbudgets", "poddisruptionbudgets/status"),
 ]
@@ -377,9 +376,6 @@ CLUSTER_ROLES: list[Obj] = [
             # what each of its controllers writes (Kubernetes' per-controller roles, in one)
             _rule(READ + WRITE, ("", "apps", "batch", "policy", "discovery.k8s.io"), "*"),
             _rule(READ + WRITE, ("coordination.k8s.io", "storage.k8s.io"), "*"),
-            # horizontal-pod-autoscaler: its autoscalers' status, and the metrics it reads
-            _rule(READ + WRITE, ("autoscaling",), "horizontalpodautoscalers/status"),
-            _rule(("get", "list"), ("metrics.k8s.io",), "pods"),
             # horizontal-pod-autoscaler: its autoscalers' status, and the metrics it reads
             _rule(READ + WRITE, ("autoscaling",), "horizontalpodautoscalers/status"),
             _rule(("get", "list"), ("metrics.k8s.io",), "pods"),

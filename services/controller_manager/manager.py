@@ -40,8 +40,8 @@ from typing import Protocol
 
 from client.events import EventRecorder
 from client.leader_election import LeaderElectionConfig, LeaderElector, LeadershipLost
-from client.workqueue_metrics import WorkQueueMetrics
 from client.rest import ApiClient
+from client.workqueue_metrics import WorkQueueMetrics
 from component.tasks import TaskGroup
 from services.controller_manager.informers import SharedInformers
 

@@ -25,11 +25,11 @@ from tests.apiserver.conftest import TOO_MANY, EventReader, MakeApi
 from tests.factories import pod
 
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
-POOLS = {"enable_priority_and_fairness": False}
-"""The two in-flight pools rather than priority and fairness, which exempts this port's admin."""
 LEASES_FROM_STORE = LEASES + "?limit=500"
 """A list the store answers: one with a limit is read from it, while a consistent list without
 may be served from a watch cache that is current (``services.apiserver.listing``)."""
+POOLS = {"enable_priority_and_fairness": False}
+"""The two in-flight pools rather than priority and fairness, which exempts this port's admin."""
 PODS = "/api/v1/namespaces/default/pods"
 
 
