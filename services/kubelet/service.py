@@ -15,7 +15,9 @@ What it owns (``KubeletService``, a ``component.Service``):
 * ``stop`` (SIGINT/SIGTERM): the tasks stop; containers keep running and a restarted kubelet
   re-adopts them from ``--state-dir`` — unless ``stop_pods_on_exit`` asks a clean stop to stop
   them too, as ``kubelite up`` does when the whole cluster shuts down (pods keep their
-  sandboxes and addresses, so the next start restarts their containers in place).
+  sandboxes and addresses, so the next start restarts their containers in place). A container
+  start in flight when the pod workers are cancelled completes and is recorded first (the
+  runtime's ``start_container`` contract), so it is stopped or re-adopted like the others.
 """
 
 from __future__ import annotations
