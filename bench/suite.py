@@ -226,6 +226,12 @@ async def run_apply_rate(ctx: Context) -> list[Figure]:
     return await apply_rate.run(ctx)
 
 
+async def run_writes_per_pod(ctx: Context) -> list[Figure]:
+    from bench import writes_per_pod
+
+    return await writes_per_pod.run(ctx)
+
+
 def build_registry() -> Registry:
     return Registry([
         Scenario("ceilings", "ceilings", ceilings.run,
@@ -239,6 +245,9 @@ def build_registry() -> Registry:
                  "bench.scheduler backlog and stream: 1,000 pods on 1,000 nodes", quick=False),
         Scenario("e2e-1000x100", "e2e", rc_scenario(pods=1000, nodes=100),
                  "RC of 1,000 pods on 100 sim nodes until all Running"),
+        Scenario("writes-per-pod", "e2e", run_writes_per_pod,
+                 "store writes per pod of an RC of 1,000 on 100 sim nodes, counted from the "
+                 "audit log by component, beside Kubernetes' minimum"),
         Scenario("startup-churn", "e2e", startup_scenario(nodes=100),
                  "pod startup latency at 20 pods/s on 100 sim nodes (0 s start delay)"),
         Scenario("startup-churn-process", "e2e", startup_scenario(nodes=1, runtime="process"),
