@@ -322,13 +322,11 @@ class ProcessRuntime:
             )
         # once the shim is asked for, the instance must end up in ``_instances`` whatever
         # happens to the caller: a start abandoned half-way leaves a container nobody stops
+        what = f"{sandbox.namespace}/{sandbox.name}/{config.name}"
         launch = asyncio.create_task(
-            self._launch(record, shim_config, env=env, cwd=cwd),
-            name=f"start {sandbox.namespace}/{sandbox.name}/{config.name}",
+            self._launch(record, shim_config, env=env, cwd=cwd), name=f"start {what}"
         )
-        return await _uninterrupted(
-            launch, what=f"{sandbox.namespace}/{sandbox.name}/{config.name}"
-        )
+        return await _uninterrupted(launch, what=what)
 
     async def _launch(
         self,
