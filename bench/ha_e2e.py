@@ -16,8 +16,9 @@ The ratio row is the second's pods/s over the first's. Run alone:
 round trips that are the same for both rows); all processes share the machine's cores.
 
 First run (``--quick``, one round, 2 cores shared with other work at load ~12): 3.8 pods/s with
-1 apiserver, 5.2 with 3 behind the front (1.37x): each apiserver keeps one etcd write in flight
-(``store.etcd``'s write order), so three apiservers put three writes in flight at once.
+1 apiserver, 5.2 with 3 behind the front (1.37x). Each apiserver then kept one etcd write in
+flight, so three apiservers put three writes in flight at once; the store now keeps several in
+flight per apiserver, and that run predates it.
 """
 
 from __future__ import annotations
