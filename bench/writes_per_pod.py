@@ -41,13 +41,13 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from bench.cluster import running_cluster
 from bench.e2e import measure_rc
 from bench.harness import Anchor, Context, Figure, ScenarioRun, figure
 
-__all__ = ["KUBERNETES", "PER_NODE", "WriteKey", "count_writes", "measure", "render_table", "run"]
+__all__ = ["KUBERNETES", "WriteKey", "count_writes", "measure", "render_table", "run"]
 
 SCENARIO = "writes-per-pod"
 
@@ -86,36 +86,31 @@ class WriteKey:
         return f"{what} {self.verb} ({self.component})"
 
 
-KUBERNETES: Mapping[tuple[str, str], tuple[float, str]] = {
-    ("pods", ""): (1.0, "the ReplicationManager's create"),
-    ("pods/binding", ""): (1.0, "kube-scheduler's bind"),
+Per = Literal["pod", "node", "rc"]
+
+KUBERNETES: Mapping[tuple[str, str], tuple[float, Per, str]] = {
+    ("pods", ""): (1, "pod", "the ReplicationManager's create"),
+    ("pods/binding", ""): (1, "pod", "kube-scheduler's bind"),
     ("pods/status", ""): (
-        1.0,
+        1, "pod",
         "kubelet status manager: one patch per status change it sees; a pod started within "
         "one sync is Pending -> Running in 1 (usually 2: ContainerCreating, then Running)",
     ),
-    ("events", "Scheduled"): (1.0, "kube-scheduler, one per pod (distinct object: no aggregation)"),
-    ("events", "Pulled"): (1.0, "kubelet: 'Successfully pulled' or 'already present on machine'"),
-    ("events", "Created"): (1.0, "kubelet"),
-    ("events", "Started"): (1.0, "kubelet"),
+    ("events", "Scheduled"): (1, "pod", "kube-scheduler (distinct objects: no aggregation)"),
+    ("events", "Pulled"): (1, "pod", "kubelet: 'Successfully pulled' or 'already present'"),
+    ("events", "Created"): (1, "pod", "kubelet"),
+    ("events", "Started"): (1, "pod", "kubelet"),
+    ("events", "Pulling"): (1, "node", "kubelet, IfNotPresent: for a node's first pod only"),
     ("events", "SuccessfulCreate"): (
-        0.0,
-        "client-go's recorder: the spam filter lets 25 events per involved object (the RC) "
-        "through, then 1 per 5 min; the aggregator folds >10 similar ones into one patched "
-        "event — at most ~25 writes per RC, ~0 per pod",
+        25, "rc",
+        "client-go's recorder: the spam filter lets 25 events per source and involved object "
+        "(the RC) through, then 1 per 5 min; the aggregator folds > 10 similar ones into one "
+        "patched event",
     ),
-    ("replicationcontrollers/status", ""): (
-        0.0,
-        "one update per RC sync that changes status; syncs batch up to 500 creates (burstReplicas) "
-        "— a handful per RC, ~0 per pod",
-    ),
-}
-"""Kubernetes' writes per pod for this flow, by (resource, event reason), with where from."""
-
-PER_NODE: Mapping[tuple[str, str], str] = {
-    ("events", "Pulling"): "kubelet, IfNotPresent: once per node, for its first pod",
-}
-"""Kubernetes' writes made once per node: nodes / pods per pod."""
+}  # fmt: skip
+"""Kubernetes' writes for this flow by (resource, event reason): how many, per pod, per node or
+per RC, and where from. The RC's status updates have no entry: Kubernetes writes one per sync
+that changes the counts, and how many syncs a run takes depends on its pace."""
 
 
 def _component(user_agent: str) -> str:
@@ -185,15 +180,19 @@ async def measure(
     return done, refused, figures
 
 
+def _per_pod(count: float, per: Per, *, pods: int, nodes: int) -> float:
+    """Kubernetes' ``count`` writes ``per`` pod, node or RC (one RC here), as writes per pod."""
+    times = {"pod": pods, "node": min(nodes, pods), "rc": 1}[per]
+    return min(count * times, pods) / pods
+
+
 def _kubernetes(key: WriteKey, *, pods: int, nodes: int) -> float | None:
-    if (key.resource, key.reason) in PER_NODE:
-        return min(nodes, pods) / pods
     row = KUBERNETES.get((key.resource, key.reason))
-    return None if row is None else row[0]
+    return None if row is None else _per_pod(row[0], row[1], pods=pods, nodes=nodes)
 
 
 def _minimum(*, pods: int, nodes: int) -> float:
-    return sum(v for v, _ in KUBERNETES.values()) + len(PER_NODE) * min(nodes, pods) / pods
+    return sum(_per_pod(n, per, pods=pods, nodes=nodes) for n, per, _ in KUBERNETES.values())
 
 
 def render_table(
@@ -206,7 +205,7 @@ def render_table(
         if key.resource not in POD_RESOURCES:
             continue
         k8s = _kubernetes(key, pods=pods, nodes=nodes)
-        k8s_text = "-" if k8s is None else f"{k8s:.2f}"
+        k8s_text = "-" if k8s is None else f"{k8s:.3f}"
         lines.append(f"  {key.label():<58} {done[key] / pods:>9.3f} {k8s_text:>10}")
     minimum = _minimum(pods=pods, nodes=nodes)
     lines.append(f"  {'all pod-related writes':<58} {_per_pod_total(done) / pods:>9.3f} "
@@ -219,10 +218,8 @@ def render_table(
         for key, n in refused.most_common():
             lines.append(f"  {key.label():<58} {n:>9}")
     lines.append("kubernetes column, from its source:")
-    for (resource, reason), (value, why) in KUBERNETES.items():
-        lines.append(f"  {resource} {reason}".rstrip() + f" = {value:g}: {why}")
-    for (resource, reason), why in PER_NODE.items():
-        lines.append(f"  {resource} {reason} = nodes/pods: {why}")
+    for (resource, reason), (count, per, why) in KUBERNETES.items():
+        lines.append(f"  {resource} {reason}".rstrip() + f" = {count:g} per {per}: {why}")
     return "\n".join(lines)
 
 
