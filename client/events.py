@@ -7,10 +7,21 @@ Event every second. So, like client-go's ``record`` package:
 
 * ``recorder.event(obj, "Warning", "FailedScheduling", message)`` only queues (O(1), never
   awaits, never raises); a named background task (``start()`` / ``run()``) does the writing;
-* **aggregation**: events with the same involved object, type, reason, message and source are
-  one Event whose ``count`` grows and whose ``lastTimestamp`` moves (a merge patch), exactly how
-  ``kubectl describe`` shows "(x5 over 2m)". Repeats that arrive while one is still queued are
-  folded into it before anything is sent;
+* **correlation**, as client-go's ``EventCorrelator`` does, in its order:
+
+  - *similar events are combined*: once more than ``AGGREGATE_MAX_EVENTS`` (10) events that
+    differ only in their message (same source, involved object, type and reason) are seen with
+    no gap longer than ``AGGREGATE_INTERVAL`` (10 minutes), each further one becomes the one
+    Event "(combined from similar events): <latest message>" of that group — a controller's
+    "Created pod: web-x" per pod is nine Events and then one whose count grows;
+  - *identical events are counted*: events with the same involved object, type, reason,
+    message and source are one Event whose ``count`` grows and whose ``lastTimestamp`` and
+    ``message`` move (a merge patch), which ``kubectl describe`` shows as "(x5 over 2m)".
+    Repeats that arrive while one is still queued are folded into it before anything is sent;
+  - *spam is dropped*: each source may record ``SPAM_BURST`` (25) events about one object, then
+    one more per ``1 / SPAM_QPS`` seconds (5 minutes), a token bucket per object; an event over
+    it is not written, though it still counts toward the next write of its Event (client-go
+    counts it the same way);
 * the Event lives in the object's namespace (``default`` for cluster-scoped objects such as
   nodes, as Kubernetes does), named ``<object name>.<hex nanoseconds>``, with
   ``involvedObject``, ``source`` {component, host}, ``reportingComponent``/``Instance``,
@@ -20,11 +31,14 @@ Event every second. So, like client-go's ``record`` package:
   validation also wants ``action``, which this recorder's callers do not name: the reason
   stands in for it).
 
+The clock (``clock=``, seconds since the epoch) stamps the timestamps and drives the combining
+window and the token buckets, so tests move it instead of waiting.
+
 Limits: at most ``max_pending`` distinct events wait in memory (more are dropped, with one log
-line); the aggregation memory is an LRU of ``cache_size`` entries in this process only (a
-restarted component starts new Events); a write that keeps failing is dropped after a few
-retries (events are best effort); no similar-message folding ("combined from similar events")
-and no spam filter beyond aggregation.
+line); the correlation memory (combining groups, counted Events, token buckets) is an LRU of
+``cache_size`` entries each, in this process only (a restarted component starts new Events and
+full buckets); a write that keeps failing is dropped after a few retries (events are best
+effort).
 """
 
 from __future__ import annotations
@@ -35,10 +49,10 @@ import logging
 import socket
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel
 
@@ -48,13 +62,31 @@ from api.registry import REGISTRY, ResourceType
 from client.backoff import Backoff, BackoffPolicy
 from client.rest import ApiClient
 
-__all__ = ["EventRecorder", "EventType"]
+__all__ = [
+    "AGGREGATE_INTERVAL",
+    "AGGREGATE_MAX_EVENTS",
+    "COMBINED_PREFIX",
+    "SPAM_BURST",
+    "SPAM_QPS",
+    "EventRecorder",
+    "EventType",
+]
 
 log = logging.getLogger(__name__)
 
 EventType = Literal["Normal", "Warning"]
 _SEND_ATTEMPTS = 3
 _SEND_RETRY = BackoffPolicy(initial=0.5, factor=2.0, cap=5.0, jitter=0.5)
+
+AGGREGATE_MAX_EVENTS = 10
+"""Similar events (differing only in message) seen before they are combined into one."""
+AGGREGATE_INTERVAL = 600.0
+"""Seconds without a similar event after which a group starts afresh."""
+COMBINED_PREFIX = "(combined from similar events): "
+SPAM_BURST = 25
+"""Events one source may record about one object at once ..."""
+SPAM_QPS = 1.0 / 300.0
+"""... and how fast that allowance refills (one event per five minutes)."""
 
 _Key = tuple[str, ...]
 
@@ -81,6 +113,41 @@ class _Pending:
 
 
 @dataclass(slots=True)
+class _Similar:
+    """The messages seen lately in one group of similar events."""
+
+    messages: set[str]
+    last: float
+
+
+@dataclass(slots=True)
+class _Bucket:
+    """A token bucket: ``burst`` tokens, refilled at ``qps`` per second of the clock."""
+
+    tokens: float
+    at: float
+
+    def take(self, now: float) -> bool:
+        self.tokens = min(float(SPAM_BURST), self.tokens + max(0.0, now - self.at) * SPAM_QPS)
+        self.at = now
+        if self.tokens < 1.0:
+            return False
+        self.tokens -= 1.0
+        return True
+
+
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+def _remember(cache: OrderedDict[_K, _V], key: _K, value: _V, size: int) -> None:
+    cache[key] = value
+    cache.move_to_end(key)
+    while len(cache) > size:
+        cache.popitem(last=False)
+
+
+@dataclass(slots=True)
 class _Sent:
     name: str
     namespace: str
@@ -98,15 +165,19 @@ class EventRecorder:
         host: str | None = None,
         max_pending: int = 1000,
         cache_size: int = 4096,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.client = client
         self.component = component
         self.host = host if host is not None else socket.gethostname()
         self.max_pending = max_pending
         self.cache_size = cache_size
+        self.clock = clock
         self._rt = _events()
         self._pending: OrderedDict[_Key, _Pending] = OrderedDict()
         self._sent: OrderedDict[_Key, _Sent] = OrderedDict()
+        self._similar: OrderedDict[_Key, _Similar] = OrderedDict()
+        self._buckets: OrderedDict[_Key, _Bucket] = OrderedDict()
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
@@ -114,6 +185,8 @@ class EventRecorder:
         self._seq = itertools.count()
         self.written = 0
         """Events created or patched so far."""
+        self.spam_dropped = 0
+        """Events not written because their source had used up its allowance for the object."""
 
     # -- recording (never blocks) ---------------------------------------------------------
 
@@ -141,22 +214,26 @@ class EventRecorder:
             if v
         }
         namespace = str(meta.get("namespace") or "default")
-        key: _Key = (
-            str(ref.get("kind", "")),
-            namespace,
-            str(ref.get("name", "")),
-            str(ref.get("uid", "")),
-            type_,
-            reason,
-            message,
+        about: _Key = tuple(
+            str(ref.get(k, "")) for k in ("kind", "namespace", "name", "uid", "apiVersion")
         )
-        at = datetime.now(UTC)
+        clock = self.clock()
+        key, message = self._combine((*about, type_, reason), message, clock)
+        allowed = self._allowance(about, clock)
+        at = datetime.fromtimestamp(clock, UTC)
         now = format_time(at)
         pending = self._pending.get(key)
         if pending is not None:
             pending.count += 1
             pending.last = now
+            pending.message = message
             pending.ref = ref
+            return
+        if not allowed:
+            self.spam_dropped += 1
+            sent = self._sent.get(key)
+            if sent is not None:
+                sent.count += 1  # written with the Event's next count, as client-go does
             return
         if len(self._pending) >= self.max_pending:
             if self._dropped == 0:
@@ -170,6 +247,27 @@ class EventRecorder:
         )
         self._idle.clear()
         self._wake.set()
+
+    def _combine(self, group: _Key, message: str, now: float) -> tuple[_Key, str]:
+        """The key an event is counted under, and its message: its own, until more than
+        ``AGGREGATE_MAX_EVENTS`` similar ones came too close together, then the group's."""
+        similar = self._similar.get(group)
+        if similar is None or now - similar.last > AGGREGATE_INTERVAL:
+            similar = _Similar(set(), now)
+        similar.messages.add(message)
+        similar.last = now
+        _remember(self._similar, group, similar, self.cache_size)
+        if len(similar.messages) < AGGREGATE_MAX_EVENTS:
+            return (*group, message), message
+        similar.messages.pop()  # the set never grows past the threshold
+        return ("combined", *group), COMBINED_PREFIX + message
+
+    def _allowance(self, about: _Key, now: float) -> bool:
+        """Whether this source may still record an event about the object (a token is
+        taken for every event, written or folded, as client-go's spam filter does)."""
+        bucket = self._buckets.get(about) or _Bucket(float(SPAM_BURST), now)
+        _remember(self._buckets, about, bucket, self.cache_size)
+        return bucket.take(now)
 
     # -- writing --------------------------------------------------------------------------
 
@@ -217,13 +315,13 @@ class EventRecorder:
                 await self.client.patch(
                     self._rt,
                     sent.name,
-                    {"count": count, "lastTimestamp": p.last},
+                    {"count": count, "lastTimestamp": p.last, "message": p.message},
                     namespace=sent.namespace,
                 )
             except NotFound:
                 self._sent.pop(key, None)  # expired or deleted meanwhile: start a new Event
             else:
-                sent.count = count
+                sent.count += p.count  # not ``= count``: spam-dropped repeats may have come
                 self._sent.move_to_end(key)
                 return
             p = _Pending(
@@ -256,6 +354,6 @@ class EventRecorder:
             "reportingInstance": self.host,
         }
         await self.client.create(self._rt, body, namespace=p.namespace)
-        self._sent[key] = _Sent(name, p.namespace, p.count, p.first, p.observed)
-        while len(self._sent) > self.cache_size:
-            self._sent.popitem(last=False)
+        _remember(
+            self._sent, key, _Sent(name, p.namespace, p.count, p.first, p.observed), self.cache_size
+        )
