@@ -9,11 +9,12 @@ Event every second. So, like client-go's ``record`` package:
   awaits, never raises); a named background task (``start()`` / ``run()``) does the writing;
 * **correlation**, as client-go's ``EventCorrelator`` does, in its order:
 
-  - *similar events are combined*: once more than ``AGGREGATE_MAX_EVENTS`` (10) events that
-    differ only in their message (same source, involved object, type and reason) are seen with
-    no gap longer than ``AGGREGATE_INTERVAL`` (10 minutes), each further one becomes the one
-    Event "(combined from similar events): <latest message>" of that group — a controller's
-    "Created pod: web-x" per pod is nine Events and then one whose count grows;
+  - *similar events are combined*: events that differ only in their message (same source,
+    involved object, type and reason) keep their own message until ``AGGREGATE_MAX_EVENTS``
+    (10) distinct messages were seen with no gap longer than ``AGGREGATE_INTERVAL`` (10
+    minutes); from the tenth on, each becomes the group's one Event "(combined from similar
+    events): <latest message>" — a controller's "Created pod: web-x" per pod is nine Events
+    and then one whose count grows;
   - *identical events are counted*: events with the same involved object, type, reason,
     message and source are one Event whose ``count`` grows and whose ``lastTimestamp`` and
     ``message`` move (a merge patch), which ``kubectl describe`` shows as "(x5 over 2m)".
@@ -217,10 +218,10 @@ class EventRecorder:
         about: _Key = tuple(
             str(ref.get(k, "")) for k in ("kind", "namespace", "name", "uid", "apiVersion")
         )
-        clock = self.clock()
-        key, message = self._combine((*about, type_, reason), message, clock)
-        allowed = self._allowance(about, clock)
-        at = datetime.fromtimestamp(clock, UTC)
+        seconds = self.clock()
+        key, message = self._combine((*about, type_, reason), message, seconds)
+        allowed = self._allowance(about, seconds)
+        at = datetime.fromtimestamp(seconds, UTC)
         now = format_time(at)
         pending = self._pending.get(key)
         if pending is not None:
@@ -249,8 +250,8 @@ class EventRecorder:
         self._wake.set()
 
     def _combine(self, group: _Key, message: str, now: float) -> tuple[_Key, str]:
-        """The key an event is counted under, and its message: its own, until more than
-        ``AGGREGATE_MAX_EVENTS`` similar ones came too close together, then the group's."""
+        """The key an event is counted under, and its message: its own, until the group has
+        seen ``AGGREGATE_MAX_EVENTS`` distinct messages close together, then the group's."""
         similar = self._similar.get(group)
         if similar is None or now - similar.last > AGGREGATE_INTERVAL:
             similar = _Similar(set(), now)

@@ -1,7 +1,7 @@
-"""The event recorder correlates as client-go's does: more than ten events that differ only in
-message become one "(combined from similar events)" Event, a source gets 25 events per object
-and then one per five minutes, and the real kubectl describes the result as Kubernetes' would
-— against a real apiserver app on loopback, the recorder's clock moved by hand (no waiting)."""
+"""The event recorder correlates as client-go's does: events that differ only in message are
+one "(combined from similar events)" Event from the tenth on, a source gets 25 events per
+object and then one per five minutes, and the real kubectl describes the result as Kubernetes'
+would — against a real apiserver app on loopback, the recorder's clock moved by hand."""
 
 from __future__ import annotations
 
@@ -84,7 +84,7 @@ async def recorder(client: ApiClient, clock: Clock) -> AsyncIterator[EventRecord
     await asyncio.gather(task, return_exceptions=True)
 
 
-async def test_similar_events_past_the_tenth_are_one_combined_event(
+async def test_similar_events_from_the_tenth_on_are_one_combined_event(
     client: ApiClient, recorder: EventRecorder, clock: Clock
 ) -> None:
     for i in range(12):
