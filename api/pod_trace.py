@@ -13,7 +13,9 @@ Where each step comes from:
 * **created** (apiserver): ``metadata.creationTimestamp``; the detail names the manager of the
   first managedFields entry (who wrote the pod);
 * **seen by controller-manager**: the owner's ``SuccessfulCreate`` Event "Created pod: NAME"
-  (``owners``: the pod's ReplicaSet, ReplicationController ...);
+  (``owners``: the pod's ReplicaSet, ReplicationController ...); from an owner's tenth pod on the
+  recorder combines those Events, and the controller-manager's managedFields entry on the pod
+  (to the second) stands in;
 * **not schedulable** / **scheduled** (scheduler): ``FailedScheduling`` Events (the filter
   outcome, "0/3 nodes are available: ...") and the ``Scheduled`` Event ("Successfully assigned
   ns/pod to node", with the resourceVersion at which the scheduler saw the pod); without the
@@ -48,7 +50,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Final
 
 from api.meta import format_micro_time, parse_time
 
@@ -245,16 +247,34 @@ def _pod_found(pod: Obj, events: Sequence[Obj], owners: Sequence[Obj]) -> list[_
     return evidence.found
 
 
+COMBINED: Final = "(combined from similar events): "
+"""How the event recorder starts an Event folding similar ones (client-go's wording): its message
+names only the latest pod, and its time is the first one's."""
+
+
 def _made_by(owner: Obj, pod: Obj, events: Sequence[Obj], evidence: _Evidence) -> None:
-    """The owner's ``SuccessfulCreate`` Event naming ``pod``."""
-    name = (pod.get("metadata") or {}).get("name")
+    """The owner's ``SuccessfulCreate`` Event naming ``pod``; once the recorder combined them
+    (from the tenth pod of an owner on), the pod's own managedFields entry by the
+    controller-manager, to the second."""
+    meta = pod.get("metadata") or {}
+    name = meta.get("name")
     what = f"{owner.get('kind')} {(owner.get('metadata') or {}).get('name')}"
     for event in events:
         message = str(event.get("message") or "")
         if event.get("reason") != "SuccessfulCreate" or not message.endswith(f": {name}"):
             continue
+        if message.startswith(COMBINED):
+            continue
         if _about(event, owner):
             evidence.add_event("seen by controller-manager", event, detail=f"{what}: {message}")
+            return
+    for entry in meta.get("managedFields") or []:
+        manager = str(entry.get("manager") or "")
+        at = _time(entry.get("time"))
+        if "controller-manager" in manager and not entry.get("subresource") and at is not None:
+            detail = f"{what}: created the pod (its Event was combined with similar ones)"
+            evidence.add("seen by controller-manager", at, by="controller-manager", detail=detail)
+            return
 
 
 def _event_detail(step: str, event: Obj) -> str:

@@ -16,6 +16,7 @@ from api.meta import format_time, parse_time
 from api.pod_trace import TraceStep, pod_trace, replicaset_trace
 from api.registry import REGISTRY
 from client.events import EventRecorder
+from client.kubeconfig import ClientConfig
 from client.rest import ApiClient
 from tests.conftest import StartApiServer
 from tests.factories import container, controlled_by, pod, replica_set
@@ -171,6 +172,44 @@ async def test_a_replica_sets_scale_up_shows_each_pod_created_scheduled_and_star
     assert named == ["web-a", "web-a", "web-b", "web-b"]
     scaled = [s for s in steps if s.step == "scaled"]
     assert len(scaled) == 1 and "(now 2)" in scaled[0].detail and "/scale" in scaled[0].detail
+
+
+async def test_a_pod_whose_created_event_was_combined_is_seen_from_its_managed_fields(
+    apiserver_process: StartApiServer,
+) -> None:
+    """From an owner's tenth pod on, the recorder folds SuccessfulCreate into one "(combined from
+    similar events)" Event that names only the latest pod and carries the first one's time: the
+    trace does not take it for that pod's creation, it reads the controller-manager's entry in
+    the pod's managedFields instead."""
+    api = apiserver_process(store="memory://")
+    as_controller = ClientConfig(server=api.url, user_agent="kubelite-controller-manager")
+    async with ApiClient(as_controller) as client:
+        rs = await client.create(
+            REPLICASETS, replica_set("web", replicas=11, labels={"app": "web"}), namespace="default"
+        )
+        controller = EventRecorder(client, component="replicaset-controller")
+        controller.start()
+        names = [f"web-{i}" for i in range(11)]
+        for name in names:
+            await client.create(
+                PODS, controlled_by(pod(name, labels={"app": "web"}), rs), namespace="default"
+            )
+            controller.event(rs, "Normal", "SuccessfulCreate", f"Created pod: {name}")
+            await controller.flush()
+        pods = {
+            p["metadata"]["name"]: p
+            for p in (await client.list(PODS, namespace="default"))["items"]
+        }
+        events = (await client.list(EVENTS, namespace="default"))["items"]
+
+    combined = [e for e in events if str(e.get("message")).startswith("(combined from similar")]
+    assert combined and combined[0]["message"].endswith(": web-10")
+    first = {s.step: s for s in pod_trace(pods["web-0"], events, [rs])}
+    assert first["seen by controller-manager"].detail == "ReplicaSet web: Created pod: web-0"
+    last = {s.step: s for s in pod_trace(pods["web-10"], events, [rs])}
+    seen = last["seen by controller-manager"]
+    assert seen.component == "controller-manager" and "combined" in seen.detail
+    assert seen.at >= last["created"].at
 
 
 def test_a_step_known_to_the_second_is_placed_after_the_precise_steps_that_precede_it() -> None:
