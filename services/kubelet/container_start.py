@@ -202,5 +202,5 @@ async def start_container(
     watch_exit(mem, record)
     start_probes(mem, st, spec=spec, record=record)
     # never silently unsandboxed: one Warning per pod (the recorder aggregates the repeats)
-    if reason := getattr(mem.ctx.runtime, "sandbox_unavailable_reason", None):
+    if reason := mem.ctx.runtime.sandbox_unavailable_reason:
         mem.event("Warning", "Unsandboxed", f"containers run as plain host processes: {reason}")

@@ -121,6 +121,14 @@ class MeasuredRuntime:
         self.version = inner.version
         self._metrics = metrics
 
+    @property
+    def sandboxed(self) -> bool:
+        return self.inner.sandboxed
+
+    @property
+    def sandbox_unavailable_reason(self) -> str | None:
+        return self.inner.sandbox_unavailable_reason
+
     async def run_pod_sandbox(self, sandbox: PodSandbox) -> str:
         started, failed = time.monotonic(), True
         try:

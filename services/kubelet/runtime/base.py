@@ -203,6 +203,17 @@ class Runtime(Protocol):
     version: str
     """Reported as ``nodeInfo.containerRuntimeVersion`` (``process://0.1.0``)."""
 
+    @property
+    def sandboxed(self) -> bool:
+        """Whether pods get a sandbox of their own (namespaces); the sim runtime's never do."""
+        ...
+
+    @property
+    def sandbox_unavailable_reason(self) -> str | None:
+        """Why a runtime that sandboxes pods runs them as plain host processes
+        (``--sandbox=off``, or namespaces refused); None when it sandboxes them, or never does."""
+        ...
+
     async def run_pod_sandbox(self, sandbox: PodSandbox) -> str:
         """Prepare the pod (directory, IP); return its IP. Idempotent for the same uid."""
         ...
