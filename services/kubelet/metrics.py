@@ -23,8 +23,9 @@ Not here: cAdvisor's container metrics, PLEG, eviction and volume metrics.
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Final
 
 from component.metrics import Metrics, Samples, exponential_buckets
@@ -99,11 +100,18 @@ class KubeletMetrics:
             running_containers,
         )
 
-    def operation(self, operation_type: str, started: float, *, failed: bool) -> None:
-        self.operations.labels(operation_type).inc()
-        self.operation_duration.labels(operation_type).observe(time.monotonic() - started)
-        if failed:
-            self.operation_errors.labels(operation_type).inc()
+    @contextlib.contextmanager
+    def operation(self, operation_type: str) -> Iterator[None]:
+        """Count and time the runtime call made inside; an exception out of it is an error."""
+        started, failed = time.monotonic(), True
+        try:
+            yield
+            failed = False
+        finally:
+            self.operations.labels(operation_type).inc()
+            self.operation_duration.labels(operation_type).observe(time.monotonic() - started)
+            if failed:
+                self.operation_errors.labels(operation_type).inc()
 
     def render(self) -> str:
         return self.metrics.render()
@@ -130,53 +138,29 @@ class MeasuredRuntime:
         return self.inner.sandbox_unavailable_reason
 
     async def run_pod_sandbox(self, sandbox: PodSandbox) -> str:
-        started, failed = time.monotonic(), True
-        try:
-            ip = await self.inner.run_pod_sandbox(sandbox)
-            failed = False
-            return ip
-        finally:
-            self._metrics.operation("run_podsandbox", started, failed=failed)
+        with self._metrics.operation("run_podsandbox"):
+            return await self.inner.run_pod_sandbox(sandbox)
 
     async def remove_pod_sandbox(self, pod_uid: str) -> None:
-        started, failed = time.monotonic(), True
-        try:
+        with self._metrics.operation("remove_podsandbox"):
             await self.inner.remove_pod_sandbox(pod_uid)
-            failed = False
-        finally:
-            self._metrics.operation("remove_podsandbox", started, failed=failed)
 
     async def pull_image(self, image: str, *, policy: str) -> tuple[ImageRef, bool]:
-        started, failed = time.monotonic(), True
-        try:
-            pulled = await self.inner.pull_image(image, policy=policy)
-            failed = False
-            return pulled
-        finally:
-            self._metrics.operation("pull_image", started, failed=failed)
+        with self._metrics.operation("pull_image"):
+            return await self.inner.pull_image(image, policy=policy)
 
     async def start_container(
         self, sandbox: PodSandbox, config: ContainerConfig, *, image: ImageRef
     ) -> ContainerRecord:
-        started, failed = time.monotonic(), True
-        try:
-            record = await self.inner.start_container(sandbox, config, image=image)
-            failed = False
-            return record
-        finally:
-            self._metrics.operation("start_container", started, failed=failed)
+        with self._metrics.operation("start_container"):
+            return await self.inner.start_container(sandbox, config, image=image)
 
     async def wait_container(self, container_id: str) -> ContainerRecord:
         return await self.inner.wait_container(container_id)
 
     async def stop_container(self, container_id: str, *, grace_period: float) -> ContainerRecord:
-        started, failed = time.monotonic(), True
-        try:
-            record = await self.inner.stop_container(container_id, grace_period=grace_period)
-            failed = False
-            return record
-        finally:
-            self._metrics.operation("stop_container", started, failed=failed)
+        with self._metrics.operation("stop_container"):
+            return await self.inner.stop_container(container_id, grace_period=grace_period)
 
     def pod_ip(self, pod_uid: str) -> str | None:
         return self.inner.pod_ip(pod_uid)
@@ -190,13 +174,8 @@ class MeasuredRuntime:
     async def exec(
         self, container_id: str, command: list[str], *, tty: bool, stdin: bool
     ) -> ExecSession:
-        started, failed = time.monotonic(), True
-        try:
-            session = await self.inner.exec(container_id, command, tty=tty, stdin=stdin)
-            failed = False
-            return session
-        finally:
-            self._metrics.operation("exec", started, failed=failed)
+        with self._metrics.operation("exec"):
+            return await self.inner.exec(container_id, command, tty=tty, stdin=stdin)
 
     async def close(self) -> None:
         await self.inner.close()
