@@ -6,7 +6,8 @@ test's tmp dir, so every test using it runs against both backends. ``make_api`` 
 custom ``ServerOptions`` or a given store (for compaction and restart tests).
 
 ``read_events(resp, n)`` reads watch events off a chunked response, splitting on newlines
-itself (aiohttp's line reader refuses lines over 128 KiB).
+itself (aiohttp's line reader refuses lines over 128 KiB). ``audit_event(log, audit_id)`` awaits
+one request's ``ResponseComplete`` line in an audit log file.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import aiohttp
 import pytest
 from aiohttp.test_utils import TestClient
 
+from kubelite.testing.waiting import apoll_until
 from services.apiserver.app import make_app
 from services.apiserver.context import ServerOptions
 from store import open_store
@@ -167,6 +169,25 @@ class EventReader:
 def summary(events: list[Obj]) -> list[tuple[str, str]]:
     """``[(type, name), ...]`` for readable assertions."""
     return [(e["type"], e["object"]["metadata"].get("name", "")) for e in events]
+
+
+async def audit_event(log: Path, audit_id: str) -> Obj:
+    """The ``ResponseComplete`` audit event of the request ``audit_id`` (its ``Audit-Id``
+    header), once the log backend has written it: that happens after the response, so the
+    file is read again until the line is there."""
+
+    def completed() -> Obj | None:
+        for line in log.read_text().splitlines() if log.exists() else ():
+            event = json.loads(line)
+            if event["auditID"] == audit_id and event["stage"] == "ResponseComplete":
+                return dict(event)
+        return None
+
+    found = await apoll_until(
+        lambda: asyncio.to_thread(completed), what=f"the audit event of request {audit_id}"
+    )
+    assert found is not None  # apoll_until returns a truthy value
+    return found
 
 
 MakeApi = Callable[..., Awaitable[Api]]

@@ -27,7 +27,7 @@ from aiohttp import web
 
 from component import pki
 from kubelite.testing.waiting import apoll_until
-from tests.apiserver.conftest import Api, MakeApi
+from tests.apiserver.conftest import Api, MakeApi, audit_event
 from tests.factories import crd, widget
 
 Obj = dict[str, Any]
@@ -547,14 +547,7 @@ async def test_webhook_audit_annotations_reach_the_audit_log(
         assert resp.status == 201
         audit_id = resp.headers["Audit-Id"]
 
-    async def completed() -> Obj | None:
-        for line in log.read_text().splitlines() if log.exists() else ():
-            event = json.loads(line)
-            if event["auditID"] == audit_id and event["stage"] == "ResponseComplete":
-                return dict(event)
-        return None
-
-    event = await apoll_until(completed, what="the create's audit event")
+    event = await audit_event(log, audit_id)
     assert event["annotations"]["noted.example.com/verdict"] == "fine:audited"
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from kubelite.testing.waiting import apoll_until
-from tests.apiserver.conftest import Api, MakeApi
+from tests.apiserver.conftest import Api, MakeApi, audit_event
 
 Obj = dict[str, Any]
 
@@ -279,14 +279,7 @@ async def test_audit_action_and_audit_annotations_reach_the_audit_log(
         "'audited': too many keys\""
     ]
 
-    async def completed() -> Obj | None:
-        for line in log.read_text().splitlines() if log.exists() else ():
-            event = json.loads(line)
-            if event["auditID"] == audit_id and event["stage"] == "ResponseComplete":
-                return dict(event)
-        return None
-
-    event = await apoll_until(completed, what="the create's audit event")
+    event = await audit_event(log, audit_id)
     annotations = event["annotations"]
     assert json.loads(annotations["validation.policy.admission.k8s.io/validation_failure"]) == [
         {
