@@ -814,6 +814,17 @@ def priority_class(name: str, value: int = 1000, **fields: Any) -> Obj:
     }
 
 
+def cpu_utilization(percent: int) -> Obj:
+    """An HPA metric: the pods' average CPU use at ``percent`` of their requests."""
+    return {
+        "type": "Resource",
+        "resource": {
+            "name": "cpu",
+            "target": {"type": "Utilization", "averageUtilization": percent},
+        },
+    }
+
+
 def horizontal_pod_autoscaler(
     name: str, *, target: str, metrics: list[Obj] | None = None, max_replicas: int = 5, **spec: Any
 ) -> Obj:

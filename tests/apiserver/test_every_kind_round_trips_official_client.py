@@ -33,7 +33,7 @@ from services.apiserver.storage import encode
 from services.kubelet.pod_status import ContainerView, container_status
 from services.kubelet.runtime.base import ContainerRecord
 from tests.apiserver.conftest import Api, EventReader, MakeApi
-from tests.factories import crd
+from tests.factories import cpu_utilization, crd, horizontal_pod_autoscaler
 
 Obj = dict[str, Any]
 
@@ -338,26 +338,13 @@ SAMPLES: dict[tuple[str, str], Sample] = {
         }
     ),
     ("autoscaling", "HorizontalPodAutoscaler"): Sample(
-        {
-            "apiVersion": "autoscaling/v2",
-            "kind": "HorizontalPodAutoscaler",
-            "metadata": {"name": NAME},
-            "spec": {
-                "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
-                "minReplicas": 1,
-                "maxReplicas": 5,
-                "metrics": [
-                    {
-                        "type": "Resource",
-                        "resource": {
-                            "name": "cpu",
-                            "target": {"type": "Utilization", "averageUtilization": 50},
-                        },
-                    }
-                ],
-                "behavior": {"scaleDown": {"stabilizationWindowSeconds": 60}},
-            },
-        }
+        horizontal_pod_autoscaler(
+            NAME,
+            target="web",
+            minReplicas=1,
+            metrics=[cpu_utilization(50)],
+            behavior={"scaleDown": {"stabilizationWindowSeconds": 60}},
+        )
     ),
     ("policy", "PodDisruptionBudget"): Sample(
         {

@@ -35,25 +35,9 @@ def spinning() -> dict[str, object]:
     return body
 
 
-HPA = {
-    "apiVersion": "autoscaling/v2",
-    "kind": "HorizontalPodAutoscaler",
-    "metadata": {"name": "spin"},
-    "spec": {
-        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "spin"},
-        "minReplicas": 1,
-        "maxReplicas": 2,
-        "metrics": [
-            {
-                "type": "Resource",
-                "resource": {
-                    "name": "cpu",
-                    "target": {"type": "Utilization", "averageUtilization": 50},
-                },
-            }
-        ],
-    },
-}
+HPA = factories.horizontal_pod_autoscaler(
+    "spin", target="spin", max_replicas=2, minReplicas=1, metrics=[factories.cpu_utilization(50)]
+)
 
 
 async def test_kubectl_autoscale_scales_a_busy_deployment_up(

@@ -45,25 +45,9 @@ def busy_web() -> Obj:
     return body
 
 
-HPA: Obj = {
-    "apiVersion": "autoscaling/v2",
-    "kind": "HorizontalPodAutoscaler",
-    "metadata": {"name": "web"},
-    "spec": {
-        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
-        "minReplicas": 1,
-        "maxReplicas": 5,
-        "metrics": [
-            {
-                "type": "Resource",
-                "resource": {
-                    "name": "cpu",
-                    "target": {"type": "Utilization", "averageUtilization": 50},
-                },
-            }
-        ],
-    },
-}
+HPA = factories.horizontal_pod_autoscaler(
+    "web", target="web", minReplicas=1, metrics=[factories.cpu_utilization(50)]
+)
 
 
 def ready(pod: Obj) -> bool:
