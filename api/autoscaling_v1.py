@@ -102,107 +102,83 @@ def _pruned(values: Obj) -> Obj:
     return {k: v for k, v in values.items() if v is not None}
 
 
-def _v1_metric(metric: Obj) -> Obj:
-    """A v2 MetricSpec in v1's (v2beta1's) shape, as the metrics annotation holds it."""
-    kind = str(metric.get("type") or "")
-    out: Obj = {"type": kind}
-    if kind in ("Resource", "ContainerResource"):
-        key = "resource" if kind == "Resource" else "containerResource"
-        source = metric.get(key) or {}
-        target = source.get("target") or {}
-        out[key] = _pruned(
-            {
-                "name": source.get("name"),
-                "container": source.get("container"),
-                "targetAverageUtilization": target.get("averageUtilization"),
-                "targetAverageValue": target.get("averageValue"),
-            }
-        )
-    elif kind == "Pods":
-        source = metric.get("pods") or {}
-        ident, target = source.get("metric") or {}, source.get("target") or {}
-        out["pods"] = _pruned(
-            {
-                "metricName": ident.get("name"),
-                "targetAverageValue": target.get("averageValue") or "0",
-                "selector": ident.get("selector"),
-            }
-        )
-    elif kind == "Object":
-        source = metric.get("object") or {}
-        ident, target = source.get("metric") or {}, source.get("target") or {}
-        out["object"] = _pruned(
-            {
-                "target": source.get("describedObject"),
-                "metricName": ident.get("name"),
-                "targetValue": target.get("value") or "0",
-                "selector": ident.get("selector"),
-                "averageValue": target.get("averageValue"),
-            }
-        )
-    elif kind == "External":
-        source = metric.get("external") or {}
-        ident, target = source.get("metric") or {}, source.get("target") or {}
-        out["external"] = _pruned(
-            {
-                "metricName": ident.get("name"),
-                "metricSelector": ident.get("selector"),
-                "targetValue": target.get("value"),
-                "targetAverageValue": target.get("averageValue"),
-            }
-        )
-    return out
+_SOURCE_KEYS = {
+    "Resource": "resource",
+    "ContainerResource": "containerResource",
+    "Pods": "pods",
+    "Object": "object",
+    "External": "external",
+}
+"""The member of a MetricSpec or MetricStatus that holds the source of each metric type."""
+
+_RESOURCE_FIELDS = (
+    ("name", "source", "name"),
+    ("container", "source", "container"),
+    ("{side}AverageUtilization", "values", "averageUtilization"),
+    ("{side}AverageValue", "values", "averageValue"),
+)
+_V1_FIELDS: dict[str, tuple[tuple[str, str, str], ...]] = {
+    "resource": _RESOURCE_FIELDS,
+    "containerResource": _RESOURCE_FIELDS,
+    "pods": (
+        ("metricName", "metric", "name"),
+        ("{side}AverageValue", "values", "averageValue"),
+        ("selector", "metric", "selector"),
+    ),
+    "object": (
+        ("target", "source", "describedObject"),
+        ("metricName", "metric", "name"),
+        ("{side}Value", "values", "value"),
+        ("selector", "metric", "selector"),
+        ("averageValue", "values", "averageValue"),
+    ),
+    "external": (
+        ("metricName", "metric", "name"),
+        ("metricSelector", "metric", "selector"),
+        ("{side}Value", "values", "value"),
+        ("{side}AverageValue", "values", "averageValue"),
+    ),
+}
+"""Each v1 (v2beta1) field of a metric source, in v1's order, with where v2 keeps it: on the
+source itself, in its ``metric`` identifier, or among its ``values`` — ``target`` in a MetricSpec,
+``current`` in a MetricStatus, which is also the ``{side}`` of the v1 name. Both conversions
+read it."""
+
+_V1_REQUIRED_QUANTITIES = frozenset(
+    {
+        ("pods", "targetAverageValue"),
+        ("object", "targetValue"),
+        ("resource", "currentAverageValue"),
+        ("containerResource", "currentAverageValue"),
+        ("pods", "currentAverageValue"),
+        ("object", "currentValue"),
+        ("external", "currentValue"),
+    }
+)
+"""v1 fields that are plain (not pointer) Quantities in Go, so ``"0"`` where v2 has no value."""
 
 
-def _v1_metric_status(metric: Obj) -> Obj:
-    """A v2 MetricStatus in v1's shape, as the current-metrics annotation holds it."""
+def _v1_metric(metric: Obj, *, side: str) -> Obj:
+    """A v2 MetricSpec (``side="target"``) or MetricStatus (``side="current"``) in v1's
+    (v2beta1's) shape, as the metrics and current-metrics annotations hold them."""
     kind = str(metric.get("type") or "")
     out: Obj = {"type": kind}
-    if kind in ("Resource", "ContainerResource"):
-        key = "resource" if kind == "Resource" else "containerResource"
-        source = metric.get(key) or {}
-        current = source.get("current") or {}
-        out[key] = _pruned(
-            {
-                "name": source.get("name"),
-                "container": source.get("container"),
-                "currentAverageUtilization": current.get("averageUtilization"),
-                "currentAverageValue": current.get("averageValue") or "0",
-            }
-        )
-    elif kind == "Pods":
-        source = metric.get("pods") or {}
-        ident, current = source.get("metric") or {}, source.get("current") or {}
-        out["pods"] = _pruned(
-            {
-                "metricName": ident.get("name"),
-                "currentAverageValue": current.get("averageValue") or "0",
-                "selector": ident.get("selector"),
-            }
-        )
-    elif kind == "Object":
-        source = metric.get("object") or {}
-        ident, current = source.get("metric") or {}, source.get("current") or {}
-        out["object"] = _pruned(
-            {
-                "target": source.get("describedObject"),
-                "metricName": ident.get("name"),
-                "currentValue": current.get("value") or "0",
-                "selector": ident.get("selector"),
-                "averageValue": current.get("averageValue"),
-            }
-        )
-    elif kind == "External":
-        source = metric.get("external") or {}
-        ident, current = source.get("metric") or {}, source.get("current") or {}
-        out["external"] = _pruned(
-            {
-                "metricName": ident.get("name"),
-                "metricSelector": ident.get("selector"),
-                "currentValue": current.get("value") or "0",
-                "currentAverageValue": current.get("averageValue"),
-            }
-        )
+    key = _SOURCE_KEYS.get(kind)
+    if key is None:
+        return out
+    source = metric.get(key) or {}
+    found = {
+        "source": source,
+        "metric": source.get("metric") or {},
+        "values": source.get(side) or {},
+    }
+    fields: Obj = {}
+    for v1_name, where, v2_name in _V1_FIELDS[key]:
+        name = v1_name.format(side=side)
+        fields[name] = found[where].get(v2_name)
+        if (key, name) in _V1_REQUIRED_QUANTITIES:
+            fields[name] = fields[name] or "0"
+    out[key] = _pruned(fields)
     return out
 
 
@@ -248,12 +224,12 @@ def v1_from_v2(obj: Obj) -> Obj:
 
     meta: Obj = dict(obj.get("metadata") or {})
     annotations: dict[str, str] = dict(meta.get("annotations") or {})
-    others = [_v1_metric(m) for m in metrics if not _is_cpu_utilization(m)]
+    others = [_v1_metric(m, side="target") for m in metrics if not _is_cpu_utilization(m)]
     if others:
         annotations[METRICS_ANNOTATION] = _compact(others)
     if current_metrics:
         annotations[CURRENT_METRICS_ANNOTATION] = _compact(
-            [_v1_metric_status(m) for m in current_metrics]
+            [_v1_metric(m, side="current") for m in current_metrics]
         )
     if conditions:
         annotations[CONDITIONS_ANNOTATION] = _compact(conditions)
@@ -275,114 +251,50 @@ def v1_from_v2(obj: Obj) -> Obj:
 # -- v1 -> v2 ------------------------------------------------------------------------------------
 
 
-def _v2_metric(metric: Obj) -> Obj:
-    """A metric of the v1 metrics annotation in v2's shape."""
-    kind = str(metric.get("type") or "")
-    out: Obj = {"type": kind}
-    if kind in ("Resource", "ContainerResource"):
-        key = "resource" if kind == "Resource" else "containerResource"
-        source = metric.get(key) or {}
-        utilization = source.get("targetAverageUtilization")
-        target = _pruned(
-            {
-                "type": "AverageValue" if utilization is None else "Utilization",
-                "averageValue": source.get("targetAverageValue"),
-                "averageUtilization": utilization,
-            }
-        )
-        out[key] = _pruned(
-            {"name": source.get("name"), "container": source.get("container"), "target": target}
-        )
-    elif kind == "Pods":
-        source = metric.get("pods") or {}
-        out["pods"] = {
-            "metric": _pruned(
-                {"name": source.get("metricName"), "selector": source.get("selector")}
-            ),
-            "target": {"type": "AverageValue", "averageValue": source.get("targetAverageValue")},
-        }
-    elif kind == "Object":
-        source = metric.get("object") or {}
-        average = source.get("averageValue")
-        out["object"] = {
-            "describedObject": source.get("target"),
-            "metric": _pruned(
-                {"name": source.get("metricName"), "selector": source.get("selector")}
-            ),
-            "target": _pruned(
-                {
-                    "type": "Value" if average is None else "AverageValue",
-                    "value": source.get("targetValue"),
-                    "averageValue": average,
-                }
-            ),
-        }
-    elif kind == "External":
-        source = metric.get("external") or {}
-        value = source.get("targetValue")
-        out["external"] = {
-            "metric": _pruned(
-                {"name": source.get("metricName"), "selector": source.get("metricSelector")}
-            ),
-            "target": _pruned(
-                {
-                    "type": "AverageValue" if value is None else "Value",
-                    "value": value,
-                    "averageValue": source.get("targetAverageValue"),
-                }
-            ),
-        }
-    return out
+_V2_VALUE_ORDER = ("value", "averageValue", "averageUtilization")
+"""The fields of v2's MetricTarget and MetricValueStatus, in Go's order."""
 
 
-def _v2_metric_status(metric: Obj) -> Obj:
-    """A metric of the v1 current-metrics annotation in v2's shape."""
+def _v2_target(key: str, values: Obj) -> Obj:
+    """A v1 target as v2's MetricTarget, its ``type`` told by which value v1 set."""
+    if key == "pods":  # v1's targetAverageValue is required: not pruned
+        return {"type": "AverageValue", **values}
+    if values.get("averageUtilization") is not None:
+        kind = "Utilization"
+    elif key == "object":
+        kind = "AverageValue" if values.get("averageValue") is not None else "Value"
+    else:
+        kind = "Value" if values.get("value") is not None else "AverageValue"
+    return _pruned({"type": kind, **values})
+
+
+def _v2_current(key: str, values: Obj) -> Obj:
+    """A v1 current value as v2's MetricValueStatus; a missing current average of a Resource
+    or Pods metric comes back ``"0"`` (v1 requires it), a missing Object or External value stays
+    absent."""
+    if key in ("resource", "containerResource", "pods"):
+        values["averageValue"] = values["averageValue"] or "0"
+    return _pruned(values)
+
+
+def _v2_metric(metric: Obj, *, side: str) -> Obj:
+    """A metric of the v1 metrics (``side="target"``) or current-metrics (``side="current"``)
+    annotation in v2's shape."""
     kind = str(metric.get("type") or "")
     out: Obj = {"type": kind}
-    if kind in ("Resource", "ContainerResource"):
-        key = "resource" if kind == "Resource" else "containerResource"
-        source = metric.get(key) or {}
-        current = _pruned(
-            {
-                "averageValue": source.get("currentAverageValue") or "0",
-                "averageUtilization": source.get("currentAverageUtilization"),
-            }
-        )
-        out[key] = _pruned(
-            {"name": source.get("name"), "container": source.get("container"), "current": current}
-        )
-    elif kind == "Pods":
-        source = metric.get("pods") or {}
-        out["pods"] = {
-            "metric": _pruned(
-                {"name": source.get("metricName"), "selector": source.get("selector")}
-            ),
-            "current": {"averageValue": source.get("currentAverageValue") or "0"},
-        }
-    elif kind == "Object":
-        source = metric.get("object") or {}
-        out["object"] = {
-            "describedObject": source.get("target"),
-            "metric": _pruned(
-                {"name": source.get("metricName"), "selector": source.get("selector")}
-            ),
-            "current": _pruned(
-                {"value": source.get("currentValue"), "averageValue": source.get("averageValue")}
-            ),
-        }
-    elif kind == "External":
-        source = metric.get("external") or {}
-        out["external"] = {
-            "metric": _pruned(
-                {"name": source.get("metricName"), "selector": source.get("metricSelector")}
-            ),
-            "current": _pruned(
-                {
-                    "value": source.get("currentValue"),
-                    "averageValue": source.get("currentAverageValue"),
-                }
-            ),
-        }
+    key = _SOURCE_KEYS.get(kind)
+    if key is None:
+        return out
+    source = metric.get(key) or {}
+    found: dict[str, Obj] = {"source": {}, "metric": {}, "values": {}}
+    for v1_name, where, v2_name in _V1_FIELDS[key]:
+        found[where][v2_name] = source.get(v1_name.format(side=side))
+    values = {k: found["values"][k] for k in _V2_VALUE_ORDER if k in found["values"]}
+    converted = _v2_target(key, values) if side == "target" else _v2_current(key, values)
+    if key in ("resource", "containerResource"):
+        out[key] = _pruned({**found["source"], side: converted})
+    else:
+        out[key] = {**found["source"], "metric": _pruned(found["metric"]), side: converted}
     return out
 
 
@@ -410,7 +322,10 @@ def v2_from_v1(obj: Obj) -> Obj:
     v2_spec: Obj = {
         k: spec[k] for k in ("scaleTargetRef", "minReplicas", "maxReplicas") if k in spec
     }
-    metrics = [_v2_metric(m) for m in _annotation_list(annotations, METRICS_ANNOTATION) or []]
+    metrics = [
+        _v2_metric(m, side="target")
+        for m in _annotation_list(annotations, METRICS_ANNOTATION) or []
+    ]
     cpu = spec.get("targetCPUUtilizationPercentage")
     if cpu is not None:
         metrics.append(
@@ -454,7 +369,7 @@ def v2_from_v1(obj: Obj) -> Obj:
         v2_status["currentReplicas"] = status["currentReplicas"]
     current = _annotation_list(annotations, CURRENT_METRICS_ANNOTATION)
     if current is not None:
-        v2_status["currentMetrics"] = [_v2_metric_status(m) for m in current]
+        v2_status["currentMetrics"] = [_v2_metric(m, side="current") for m in current]
     elif status.get("currentCPUUtilizationPercentage") is not None:
         v2_status["currentMetrics"] = [
             {
