@@ -199,23 +199,29 @@ class Normalizer:
         else:
             reason = _UP_STABILIZED if desired >= current else _DOWN_STABILIZED
         if stabilized > current:
-            limit = max(self._up_limit(memory, up, current, now), current)
+            limit = max(self._limit(memory, up, current=current, now=now, up=True), current)
             ceiling, why = (limit, _UP_LIMIT) if maximum > limit else (maximum, _TOO_MANY)
             if stabilized > ceiling:
                 return _decision(ceiling, stabilized, reason, why)
         elif stabilized < current:
-            limit = min(self._down_limit(memory, down, current, now), current)
+            limit = min(self._limit(memory, down, current=current, now=now, up=False), current)
             floor, why = (limit, _DOWN_LIMIT) if minimum < limit else (minimum, _TOO_FEW)
             if stabilized < floor:
                 return _decision(floor, stabilized, reason, why)
         return _decision(stabilized, stabilized, reason, _WITHIN)
 
     @staticmethod
-    def _up_limit(memory: _Memory, rules: Mapping[str, Any], current: int, now: datetime) -> int:
-        """``calculateScaleUpLimitWithScalingRules``."""
+    def _limit(
+        memory: _Memory, rules: Mapping[str, Any], *, current: int, now: datetime, up: bool
+    ) -> int:
+        """How far the policies of one direction let the target move from ``current``:
+        ``calculateScaleUpLimitWithScalingRules`` (``up``) and
+        ``calculateScaleDownLimitWithBehaviors``. ``selectPolicy: Min`` picks the smallest
+        change, so the lowest limit going up and the highest going down."""
         select = rules.get("selectPolicy")
         if select == "Disabled":
             return current
+        sign = 1 if up else -1
         proposals = []
         for policy in rules.get("policies") or []:
             period = int(policy["periodSeconds"])
@@ -225,34 +231,15 @@ class Normalizer:
                 + _change_within(period, memory.downs, now)
             )
             if policy["type"] == "Pods":
-                proposals.append(start + int(policy["value"]))
-            else:  # Percent, rounded up so that a small target still grows
+                proposals.append(start + sign * int(policy["value"]))
+            elif up:  # Percent, rounded up so that a small target still grows
                 proposals.append(math.ceil(start * (1 + int(policy["value"]) / 100)))
-        if not proposals:
-            return current
-        return min(proposals) if select == "Min" else max(proposals)
-
-    @staticmethod
-    def _down_limit(memory: _Memory, rules: Mapping[str, Any], current: int, now: datetime) -> int:
-        """``calculateScaleDownLimitWithBehaviors``."""
-        select = rules.get("selectPolicy")
-        if select == "Disabled":
-            return current
-        proposals = []
-        for policy in rules.get("policies") or []:
-            period = int(policy["periodSeconds"])
-            start = (
-                current
-                - _change_within(period, memory.ups, now)
-                + _change_within(period, memory.downs, now)
-            )
-            if policy["type"] == "Pods":
-                proposals.append(start - int(policy["value"]))
             else:
                 proposals.append(int(start * (1 - int(policy["value"]) / 100)))
         if not proposals:
             return current
-        return max(proposals) if select == "Min" else min(proposals)
+        smallest_change, largest_change = (min, max) if up else (max, min)
+        return smallest_change(proposals) if select == "Min" else largest_change(proposals)
 
     def record_scaling(
         self,
