@@ -14,12 +14,8 @@ machine's speed; what must hold whatever was killed is the end state.
 
 from __future__ import annotations
 
-import asyncio
-import os
 import re
-import signal
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,80 +23,22 @@ import psutil
 import pytest
 
 from api.registry import REGISTRY
-from tests.e2e.cluster import ClusterView, banner_api_url, leftover_processes, running
+from tests.e2e.cluster import (
+    ClusterView,
+    UpProcess,
+    banner_api_url,
+    leftover_processes,
+    running,
+)
 from tests.factories import deployment
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(480)]
 
-ROOT = Path(__file__).resolve().parents[2]
 DEPLOYMENTS = REGISTRY.require("apps", "Deployment")
 KILLS = 24
 """Two minutes at one kill every 5 s."""
 KILLED = re.compile(r"chaos: killed (\S+) \(pid (\d+)\)")
 BACK = re.compile(r"chaos: (\S+) is back")
-
-
-class Up:
-    """One ``python -m kubelite up`` subprocess, and the lines it printed."""
-
-    def __init__(self, argv: list[str], log: Path) -> None:
-        self.argv = argv
-        self.log = log
-        self.lines: list[str] = []
-        self.proc: asyncio.subprocess.Process | None = None
-        self._new_line = asyncio.Event()
-        self._reader: asyncio.Task[None] | None = None
-
-    async def start(self) -> None:
-        self.proc = await asyncio.create_subprocess_exec(
-            *self.argv,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            cwd=ROOT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
-        self._reader = asyncio.create_task(self._read(), name="chaos test: up's output")
-
-    async def _read(self) -> None:
-        assert self.proc is not None and self.proc.stdout is not None
-        with self.log.open("a") as log:
-            while raw := await self.proc.stdout.readline():
-                line = raw.decode(errors="replace").rstrip("\n")
-                self.lines.append(line)
-                log.write(line + "\n")
-                self._new_line.set()
-
-    async def until(
-        self, printed: Callable[[list[str]], bool], *, within: float, what: str
-    ) -> None:
-        """Until ``printed(lines so far)`` holds, checked on every new line."""
-
-        async def wait() -> None:
-            while not printed(self.lines):
-                self._new_line.clear()
-                await self._new_line.wait()
-
-        try:
-            await asyncio.wait_for(wait(), within)
-        except TimeoutError:
-            raise AssertionError(
-                f"kubelite up never printed {what}:\n" + "\n".join(self.lines[-60:])
-            ) from None
-
-    async def interrupt(self, *, within: float = 120.0) -> int:
-        assert self.proc is not None and self._reader is not None
-        self.proc.send_signal(signal.SIGINT)
-        code = await asyncio.wait_for(self.proc.wait(), within)
-        await self._reader
-        return code
-
-    async def kill(self) -> None:
-        if self.proc is not None and self.proc.returncode is None:
-            self.proc.kill()
-            await self.proc.wait()
-        if self._reader is not None:
-            await self._reader
 
 
 def kills(lines: list[str]) -> list[re.Match[str]]:
@@ -136,7 +74,7 @@ async def test_two_minutes_of_chaos_leave_twenty_running_pods_and_no_orphan(
     tmp_path: Path,
 ) -> None:
     state = tmp_path / "state"
-    up = Up(
+    up = UpProcess(
         [
             sys.executable, "-m", "kubelite", "up", "--state-dir", str(state),
             "--nodes", "3", "--runtime", "sim", "--port", "0", "--secure-port", "0",

@@ -19,7 +19,9 @@ What it offers a test:
   (``client.informer``), and ``await view.until(condition, within=..., what=...)``, which
   re-checks ``condition`` on every watch event, never on a timer;
 * ``pod_processes()``: the live container processes of this cluster's pods, read from
-  ``/proc`` (each container is its own process group carrying ``POD_NAME``/``POD_IP``).
+  ``/proc`` (each container is its own process group carrying ``POD_NAME``/``POD_IP``);
+* ``UpProcess``: the real ``python -m kubelite up`` as a subprocess, every line it printed,
+  and waits that wake on each new line (a pattern printed, the banner, the exit on SIGINT).
 
 Processes are ``kubelite.testing.ComponentProcess``es: the apiserver starts on port 0 and a
 free secure port, and the others reach that secure port as themselves with the kubeconfigs
@@ -57,6 +59,7 @@ from kubelite.up import STOP_ORDER, Options, ensure_pki, node_names, plan
 __all__ = [
     "Cluster",
     "ClusterView",
+    "UpProcess",
     "banner_api_url",
     "http_get",
     "leftover_processes",
@@ -79,6 +82,7 @@ START_TIMEOUT = 45.0
 """Seconds a component gets to print its ready line (2 shared cores, busy)."""
 STOP_GRACE = 25.0
 """SIGTERM -> SIGKILL for a component at teardown; kubelets stop their pods (10 s each) first."""
+BANNER = "kubelite is up: "
 
 
 def banner_api_url(lines: Iterable[str]) -> str:
@@ -88,6 +92,99 @@ def banner_api_url(lines: Iterable[str]) -> str:
         if m := re.search(r"API at (http://[^\s:/]+:\d+)", line):
             return m[1]
     raise AssertionError("no API URL in kubelite up's banner")
+
+
+class UpProcess:
+    """One ``python -m kubelite up`` subprocess and every line it has printed (also appended to
+    ``log``); each wait re-checks on every new line, never on a timer."""
+
+    def __init__(self, argv: list[str], log: Path) -> None:
+        self.argv = argv
+        self.log = log
+        self.lines: list[str] = []
+        self.proc: asyncio.subprocess.Process | None = None
+        self._banner = asyncio.Event()
+        self._new_line = asyncio.Event()
+        self._reader: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        self.proc = await asyncio.create_subprocess_exec(
+            *self.argv,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            cwd=ROOT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        self._reader = asyncio.create_task(self._read(), name="e2e: kubelite up's output")
+
+    async def _read(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        with self.log.open("a") as log:
+            while raw := await self.proc.stdout.readline():
+                line = raw.decode(errors="replace").rstrip("\n")
+                self.lines.append(line)
+                log.write(line + "\n")
+                if BANNER in line:
+                    self._banner.set()
+                self._new_line.set()
+
+    async def until(
+        self, printed: Callable[[list[str]], bool], *, within: float, what: str
+    ) -> None:
+        """Until ``printed(lines so far)`` holds, checked on every new line."""
+
+        async def wait() -> None:
+            while not printed(self.lines):
+                self._new_line.clear()
+                await self._new_line.wait()
+
+        try:
+            await asyncio.wait_for(wait(), within)
+        except TimeoutError:
+            raise AssertionError(
+                f"kubelite up never printed {what}:\n" + "\n".join(self.lines[-60:])
+            ) from None
+
+    async def wait_line(self, pattern: str, *, count: int = 1, within: float = 60.0) -> None:
+        """Until ``count`` printed lines match the regular expression ``pattern``."""
+        await self.until(
+            lambda lines: sum(1 for line in lines if re.search(pattern, line)) >= count,
+            within=within,
+            what=f"{pattern!r} x{count}",
+        )
+
+    async def wait_banner(self, *, within: float = 90.0) -> None:
+        """Until the banner; fails at once if ``up`` exits first."""
+        assert self.proc is not None
+        exited = asyncio.create_task(self.proc.wait(), name="e2e: kubelite up's exit")
+        banner = asyncio.create_task(self._banner.wait(), name="e2e: kubelite up's banner")
+        try:
+            done, _ = await asyncio.wait(
+                {exited, banner}, timeout=within, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            exited.cancel()
+            banner.cancel()
+        assert banner in done, "no banner from kubelite up:\n" + "\n".join(self.lines[-60:])
+
+    async def interrupt(self, *, within: float = 90.0) -> int:
+        """SIGINT, as Ctrl-C in a terminal (unless ``up`` already exited); the exit code once
+        every line is read."""
+        assert self.proc is not None and self._reader is not None
+        if self.proc.returncode is None:
+            self.proc.send_signal(signal.SIGINT)
+        code = await asyncio.wait_for(self.proc.wait(), within)
+        await self._reader
+        return code
+
+    async def kill(self) -> None:
+        """SIGKILL if still running: the teardown of a test that failed half-way."""
+        if self.proc is not None and self.proc.returncode is None:
+            self.proc.kill()
+            await self.proc.wait()
+        if self._reader is not None:
+            await self._reader
 
 
 def loopback_pod_cidr(nodes: int) -> str:

@@ -10,7 +10,6 @@ SIGINT leaves nothing behind again.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import re
@@ -31,6 +30,7 @@ from tests.e2e.cluster import (
     PODS,
     RCS,
     ClusterView,
+    UpProcess,
     banner_api_url,
     http_get,
     leftover_processes,
@@ -42,89 +42,8 @@ from tests.factories import nginx_rc, service, sleeper
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(300)]
 
-ROOT = Path(__file__).resolve().parents[2]
 SERVICES = REGISTRY.require("", "Service")
-BANNER = "kubelite is up: "
 PREFIX = re.compile(r"^(up|apiserver|controller-manager|scheduler|proxy|dns|node1|node2) +\| ")
-
-
-class Up:
-    """One ``python -m kubelite up`` subprocess and everything it has printed."""
-
-    def __init__(self, argv: list[str], log: Path) -> None:
-        self.argv = argv
-        self.log = log
-        self.lines: list[str] = []
-        self.proc: asyncio.subprocess.Process | None = None
-        self._banner = asyncio.Event()
-        self._new_line = asyncio.Event()
-        self._reader: asyncio.Task[None] | None = None
-
-    async def start(self) -> None:
-        self.proc = await asyncio.create_subprocess_exec(
-            *self.argv,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            cwd=ROOT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
-        self._reader = asyncio.create_task(self._read(), name="e2e kubelite up output")
-
-    async def _read(self) -> None:
-        assert self.proc is not None and self.proc.stdout is not None
-        with self.log.open("a") as log:
-            while raw := await self.proc.stdout.readline():
-                line = raw.decode(errors="replace").rstrip("\n")
-                self.lines.append(line)
-                log.write(line + "\n")
-                if BANNER in line:
-                    self._banner.set()
-                self._new_line.set()
-
-    async def wait_line(self, pattern: str, *, count: int = 1, within: float = 60.0) -> None:
-        """Until ``count`` printed lines match the regular expression ``pattern``."""
-
-        async def wait() -> None:
-            while sum(1 for line in self.lines if re.search(pattern, line)) < count:
-                self._new_line.clear()
-                await self._new_line.wait()
-
-        try:
-            await asyncio.wait_for(wait(), within)
-        except TimeoutError:
-            raise AssertionError(
-                f"no {pattern!r} x{count} from kubelite up:\n" + "\n".join(self.lines[-40:])
-            ) from None
-
-    async def wait_banner(self, *, within: float = 90.0) -> None:
-        assert self.proc is not None
-        exited = asyncio.create_task(self.proc.wait(), name="e2e kubelite up exit")
-        banner = asyncio.create_task(self._banner.wait(), name="e2e kubelite up banner")
-        try:
-            done, _ = await asyncio.wait(
-                {exited, banner}, timeout=within, return_when=asyncio.FIRST_COMPLETED
-            )
-        finally:
-            exited.cancel()
-            banner.cancel()
-        assert banner in done, "no banner from kubelite up:\n" + "\n".join(self.lines[-60:])
-
-    async def interrupt(self, *, within: float = 90.0) -> int:
-        """SIGINT, as Ctrl-C in a terminal; the exit code."""
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGINT)
-        code = await asyncio.wait_for(self.proc.wait(), within)
-        assert self._reader is not None
-        await self._reader
-        return code
-
-    async def kill(self) -> None:
-        if self.proc is not None and self.proc.returncode is None:
-            self.proc.kill()
-            await self.proc.wait()
-        if self._reader is not None:
-            await self._reader
 
 
 def child_pid(module: str, marker: str) -> int:
@@ -154,10 +73,10 @@ async def test_ctrl_c_then_up_again_resumes_objects_and_running_pods(tmp_path: P
         ]  # fmt: skip
 
     marker = str(state)  # in every child's command line: its state or kubeconfig under it
-    runs: list[Up] = []
+    runs: list[UpProcess] = []
     try:
         # ---- first run: start, run things, Ctrl-C --------------------------------------------
-        first = Up(argv(0), tmp_path / "up-1.log")  # 0: any free port, read from the banner
+        first = UpProcess(argv(0), tmp_path / "up-1.log")  # 0: any free port, read from the banner
         runs.append(first)
         await first.start()
         await first.wait_banner()
@@ -226,7 +145,7 @@ async def test_ctrl_c_then_up_again_resumes_objects_and_running_pods(tmp_path: P
         assert leftover_processes(root=state, network=network, marker=marker) == {}
 
         # ---- second run on the same state dir and port: the same cluster comes back ---------
-        second = Up(argv(port), tmp_path / "up-2.log")
+        second = UpProcess(argv(port), tmp_path / "up-2.log")
         runs.append(second)
         await second.start()
         await second.wait_banner()

@@ -30,6 +30,7 @@ from api.registry import REGISTRY
 from client.rest import ApiClient, ApiUnreachable
 from kubelite.testing import etcd
 from kubelite.testing.waiting import apoll_until
+from tests.e2e.cluster import UpProcess
 from tests.factories import deployment
 
 pytestmark = [
@@ -39,7 +40,6 @@ pytestmark = [
     pytest.mark.skipif(not etcd.available(), reason="no etcd binary: apt-get install etcd-server"),
 ]
 
-ROOT = Path(__file__).resolve().parents[2]
 CONFIG_MAPS = REGISTRY.require("", "ConfigMap")
 PODS = REGISTRY.require("", "Pod")
 DEPLOYMENTS = REGISTRY.require("apps", "Deployment")
@@ -49,45 +49,23 @@ REPLICAS = 300
 STORE_LINE = re.compile(r"\(store etcd://(?P<endpoints>[^,\s]+(?:,[^,\s]+)*),")
 
 
-class Up:
-    """``kubelite up --ha`` as a subprocess; every line it printed."""
+class Up(UpProcess):
+    """``kubelite up --ha`` as a subprocess, and what its lines say."""
 
     def __init__(self, state: Path, log: Path) -> None:
-        self.state = state
-        self.log = log
-        self.lines: list[str] = []
-        self.proc: asyncio.subprocess.Process | None = None
-        self._reader: asyncio.Task[None] | None = None
-        self._banner = asyncio.Event()
-
-    async def start(self) -> None:
         argv = [
-            sys.executable, "-m", "kubelite", "up", "--ha", "--state-dir", str(self.state),
+            sys.executable, "-m", "kubelite", "up", "--ha", "--state-dir", str(state),
             "--nodes", "3", "--runtime", "sim", "--etcd-port", "0", "--port", "0",
             "--secure-port", "0", "--scheduler-port", "0", "--controller-manager-port", "0",
             "--proxy-port", "0", "--dns-health-port", "0", "--kubelet-port", "0",
             "--ready-timeout", "300s", "--no-color",
         ]  # fmt: skip
-        self.proc = await asyncio.create_subprocess_exec(
-            *argv,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            cwd=ROOT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
-        self._reader = asyncio.create_task(self._read(), name="e2e kubelite up --ha output")
-        await asyncio.wait_for(self._banner.wait(), 400)
+        super().__init__(argv, log)
+        self.state = state
 
-    async def _read(self) -> None:
-        assert self.proc is not None and self.proc.stdout is not None
-        with self.log.open("a") as out:
-            while raw := await self.proc.stdout.readline():
-                line = raw.decode(errors="replace").rstrip("\n")
-                self.lines.append(line)
-                out.write(line + "\n")
-                if "kubelite is up: " in line:
-                    self._banner.set()
+    async def start(self) -> None:
+        await super().start()
+        await self.wait_banner(within=400)
 
     def etcd_endpoints(self) -> list[str]:
         for line in self.lines:
@@ -109,11 +87,7 @@ class Up:
         raise AssertionError(f"no health endpoint of {child} in the banner")
 
     async def stop(self) -> None:
-        if self.proc is not None and self.proc.returncode is None:
-            self.proc.send_signal(signal.SIGINT)
-            await asyncio.wait_for(self.proc.wait(), 180)
-        if self._reader is not None:
-            await self._reader
+        await self.interrupt(within=180)
 
 
 def _pids_with(argument: str) -> list[int]:
