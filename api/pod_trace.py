@@ -334,11 +334,22 @@ def _kubelet_steps(pod: Obj, own: Sequence[Obj], evidence: _Evidence) -> None:
 # -- ordering ----------------------------------------------------------------------------------
 
 
+REPORTED_AFTER: Final = frozenset({"seen by controller-manager"})
+"""Steps whose Event is recorded only once the write it reports has returned: the scheduler may
+bind the pod in between, so such a step is placed no later than the first step ranked after it
+in its lane (a pod is created before it is scheduled)."""
+
+
 def _placed(found: Sequence[_Found]) -> list[_Found]:
     """Each second-resolution step at the earliest instant its second and the precise steps
-    ranked before it (in its lane) allow."""
+    ranked before it (in its lane) allow; a step of ``REPORTED_AFTER`` no later than the steps
+    ranked after it."""
     out = []
     for f in found:
+        if f.step in REPORTED_AFTER:
+            after = [g.at for g in found if g.lane == f.lane and g.rank > f.rank and g.precise]
+            out.append(replace(f, at=min([f.at, *after])))
+            continue
         before = [
             g.at
             for g in found

@@ -244,3 +244,45 @@ def assert_monotonic(steps: list[TraceStep]) -> None:
     offsets = [s.offset for s in steps]
     assert offsets == sorted(offsets) and offsets[0] == 0.0, offsets
     assert [s.at for s in steps] == sorted(s.at for s in steps)
+
+
+def test_a_creation_reported_after_the_pods_binding_is_placed_before_it() -> None:
+    """The controller-manager records SuccessfulCreate once its create has returned; the
+    scheduler may bind the pod in between. A pod exists before it is scheduled, so the trace
+    puts "pod created" no later than "pod scheduled"."""
+    second = datetime(2026, 12, 1, 10, 0, 0, tzinfo=UTC)
+    micro = "%Y-%m-%dT%H:%M:%S.%fZ"
+    rs: Obj = {
+        "kind": "ReplicaSet",
+        "metadata": {"name": "web", "namespace": "default", "uid": "rs1",
+                     "creationTimestamp": format_time(second)},
+    }  # fmt: skip
+    traced: Obj = {
+        "kind": "Pod",
+        "metadata": {"name": "web-a", "namespace": "default", "uid": "p1",
+                     "creationTimestamp": format_time(second),
+                     "ownerReferences": [{"kind": "ReplicaSet", "name": "web", "uid": "rs1"}]},
+        "spec": {"nodeName": "node1", "containers": [{"name": "main"}]},
+    }  # fmt: skip
+    scheduled: Obj = {
+        "involvedObject": {"kind": "Pod", "name": "web-a", "namespace": "default", "uid": "p1"},
+        "reason": "Scheduled",
+        "message": "Successfully assigned default/web-a to node1",
+        "reportingComponent": "default-scheduler",
+        "eventTime": (second + timedelta(microseconds=300_000)).strftime(micro),
+    }
+    made: Obj = {
+        "involvedObject": {
+            "kind": "ReplicaSet",
+            "name": "web",
+            "namespace": "default",
+            "uid": "rs1",
+        },
+        "reason": "SuccessfulCreate",
+        "message": "Created pod: web-a",
+        "reportingComponent": "replicaset-controller",
+        "eventTime": (second + timedelta(microseconds=450_000)).strftime(micro),
+    }
+    steps = replicaset_trace(rs, [traced], [made, scheduled])
+    assert [s.step for s in steps if s.step.startswith("pod ")] == ["pod created", "pod scheduled"]
+    assert_monotonic(steps)
