@@ -37,6 +37,7 @@ from api.registry import ResourceType
 from api.storage import is_default_class
 from services.apiserver import validating_policy, webhooks
 from services.apiserver.context import ApiContext
+from services.apiserver.forbidden import forbidden_resource
 from services.apiserver.priority_admission import admit_priority, admit_priority_update
 from services.apiserver.serviceaccount_admission import admit_pod
 from services.apiserver.webhooks import Attributes
@@ -52,10 +53,6 @@ __all__ = [
 ]
 
 Obj = dict[str, Any]
-
-
-def _qualified(rt: ResourceType) -> str:
-    return f"{rt.plural}.{rt.group}" if rt.group else rt.plural
 
 
 async def _namespace(ctx: ApiContext, name: str) -> dict[str, Any] | None:
@@ -92,12 +89,11 @@ async def admit_create(
         (ns.get("status") or {}).get("phase") == "Terminating"
     )
     if terminating:
-        raise Forbidden(
-            f'{_qualified(rt)} "{name}" is forbidden: unable to create new content in namespace '
-            f"{namespace} because it is being terminated",
-            kind=rt.plural,
-            name=name,
-            group=rt.group or None,
+        raise forbidden_resource(
+            rt.plural,
+            rt.group,
+            name,
+            f"unable to create new content in namespace {namespace} because it is being terminated",
         )
     if obj is not None and rt.group == "" and rt.kind == "Pod":
         await admit_pod(ctx, obj, namespace=namespace)

@@ -30,6 +30,7 @@ from typing import Any
 from api.errors import Forbidden
 from api.registry import ResourceType
 from services.apiserver.context import ApiContext
+from services.apiserver.forbidden import forbidden_resource
 from services.apiserver.predicate import Predicate
 
 __all__ = ["admit_priority", "admit_priority_update"]
@@ -127,10 +128,4 @@ def _global_default(classes: list[Obj]) -> Obj | None:
 
 
 def _forbidden(rt: ResourceType, name: str, why: str) -> Forbidden:
-    qualified = f"{rt.plural}.{rt.group}" if rt.group else rt.plural
-    return Forbidden(
-        f'{qualified} "{name}" is forbidden: {why}',
-        kind=rt.plural,
-        name=name,
-        group=rt.group or None,
-    )
+    return forbidden_resource(rt.plural, rt.group, name, why)

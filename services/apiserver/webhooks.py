@@ -68,7 +68,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from api.errors import Forbidden, InternalError, StatusError
+from api.errors import InternalError, StatusError
 from api.patches import apply_json_patch
 from api.registry import ResourceType
 from api.selectors import label_selector_from_dict
@@ -77,6 +77,7 @@ from services.apiserver.audit import annotate
 from services.apiserver.authorization import AUTHORIZER
 from services.apiserver.cel_authorizer import AuthorizerValue, authorizer_value
 from services.apiserver.context import CONTEXT, ApiContext
+from services.apiserver.forbidden import forbidden_resource
 from services.apiserver.identity import RequestAttributes, UserInfo
 from services.apiserver.predicate import Predicate
 
@@ -547,15 +548,7 @@ def _conditions_hold(
     decided = match(conditions, bound, fail=not hook.ignores_failure)
     if decided.error is not None:
         log.warning("match conditions of webhook %s failed, failing closed", hook.name)
-        rt = attrs.rt
-        resource = f"{rt.plural}.{rt.group}" if rt.group else rt.plural
-        named = f'{resource} "{attrs.name}"' if attrs.name else resource
-        raise Forbidden(
-            f"{named} is forbidden: {decided.error}",
-            kind=rt.plural,
-            name=attrs.name or None,
-            group=rt.group or None,
-        )
+        raise forbidden_resource(attrs.rt.plural, attrs.rt.group, attrs.name, decided.error)
     return decided.matches
 
 
