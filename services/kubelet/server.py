@@ -93,7 +93,7 @@ class PodLookup(Protocol):
 
     def served_pods(self) -> Iterable[dict[str, Any]]: ...
 
-    def node_summary(self, node: str | None) -> dict[str, Any] | None:
+    async def node_summary(self, node: str | None) -> dict[str, Any] | None:
         """The Summary of ``node`` (None: this kubelet's own), or None if not hosted here."""
         ...
 
@@ -348,7 +348,7 @@ async def _pods(request: web.Request) -> web.Response:
 
 async def _stats_summary(request: web.Request) -> web.Response:
     node = request.query.get("node") or None
-    summary = request.app[SERVER_LOOKUP].node_summary(node)
+    summary = await request.app[SERVER_LOOKUP].node_summary(node)
     if summary is None:
         return _status_response(NotFound.of("nodes", node or ""))
     return web.json_response(summary)
@@ -356,7 +356,7 @@ async def _stats_summary(request: web.Request) -> web.Response:
 
 async def _resource_metrics(request: web.Request) -> web.Response:
     node = request.query.get("node") or None
-    summary = request.app[SERVER_LOOKUP].node_summary(node)
+    summary = await request.app[SERVER_LOOKUP].node_summary(node)
     if summary is None:
         return _status_response(NotFound.of("nodes", node or ""))
     return web.Response(

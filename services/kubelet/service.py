@@ -147,7 +147,7 @@ class KubeletService:
         for node in self.nodes:
             yield from node.pods()
 
-    def node_summary(self, node: str | None) -> dict[str, Any] | None:
+    async def node_summary(self, node: str | None) -> dict[str, Any] | None:
         name = node or self.options.node_name
         kubelet = self._by_name.get(name) or next(
             (n for n in self.nodes if n.config.name == name), None
@@ -161,7 +161,7 @@ class KubeletService:
             uid = (pod.get("metadata") or {}).get("uid") or ""
             newest = {r.name: r for r in runtime.list_containers(uid)}  # oldest attempt first
             pods.append((pod, [r for r in newest.values() if r.running]))
-        return stats.summary(pods, simulated=runtime.name == "sim")
+        return await stats.summary(pods, simulated=runtime.name == "sim")
 
     # -- lifecycle ---------------------------------------------------------------------------
 

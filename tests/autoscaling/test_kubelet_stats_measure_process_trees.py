@@ -50,7 +50,7 @@ def test_a_reaped_childs_cpu_still_counts(container: subprocess.Popen[str]) -> N
     assert usage.memory_bytes > 0
 
 
-def test_the_summary_has_kubernetes_shape(container: subprocess.Popen[str]) -> None:
+async def test_the_summary_has_kubernetes_shape(container: subprocess.Popen[str]) -> None:
     record = ContainerRecord(
         container_id="process://abc",
         pod_uid="uid-1",
@@ -65,7 +65,7 @@ def test_the_summary_has_kubernetes_shape(container: subprocess.Popen[str]) -> N
         "metadata": {"name": "demo", "namespace": "default", "uid": "uid-1"},
         "spec": {"containers": [{"name": "main", "image": "python"}]},
     }
-    summary = NodeStats(node_name="node1", started_at=time.time()).summary(
+    summary = await NodeStats(node_name="node1", started_at=time.time()).summary(
         [(pod, [record])], simulated=False
     )
     assert summary["node"]["nodeName"] == "node1"
@@ -79,7 +79,7 @@ def test_the_summary_has_kubernetes_shape(container: subprocess.Popen[str]) -> N
     assert summary["node"]["cpu"]["usageCoreNanoSeconds"] == main["cpu"]["usageCoreNanoSeconds"]
 
 
-def test_a_simulated_pod_uses_what_it_requests_or_is_told() -> None:
+async def test_a_simulated_pod_uses_what_it_requests_or_is_told() -> None:
     record = ContainerRecord(
         container_id="sim://abc",
         pod_uid="uid-2",
@@ -98,15 +98,15 @@ def test_a_simulated_pod_uses_what_it_requests_or_is_told() -> None:
         },
     }
     stats = NodeStats(node_name="n", started_at=time.time())
-    (container,) = stats.summary([(pod, [record])], simulated=True)["pods"][0]["containers"]
+    (container,) = (await stats.summary([(pod, [record])], simulated=True))["pods"][0]["containers"]
     assert container["cpu"]["usageNanoCores"] == 250_000_000
     assert container["memory"]["workingSetBytes"] == 64 * 2**20
     pod["metadata"]["annotations"] = {"kubelite.io/simulated-cpu": "1500m"}
-    (container,) = stats.summary([(pod, [record])], simulated=True)["pods"][0]["containers"]
+    (container,) = (await stats.summary([(pod, [record])], simulated=True))["pods"][0]["containers"]
     assert container["cpu"]["usageNanoCores"] == 1_500_000_000
 
 
-def test_resource_metrics_are_the_summary_in_prometheus_text() -> None:
+async def test_resource_metrics_are_the_summary_in_prometheus_text() -> None:
     record = ContainerRecord(
         container_id="sim://def",
         pod_uid="uid-3",
@@ -120,7 +120,7 @@ def test_resource_metrics_are_the_summary_in_prometheus_text() -> None:
         "metadata": {"name": "web", "namespace": "shop", "uid": "uid-3"},
         "spec": {"containers": [{"name": "app", "resources": {"requests": {"memory": "1Mi"}}}]},
     }
-    summary = NodeStats(node_name="n", started_at=time.time()).summary(
+    summary = await NodeStats(node_name="n", started_at=time.time()).summary(
         [(pod, [record])], simulated=True
     )
     families = {f.name: f for f in text_string_to_metric_families(resource_metrics(summary))}
