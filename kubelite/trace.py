@@ -65,15 +65,8 @@ WIDTHS = (10, 20, 28)
 RUNNING_OBSERVED = "running observed"
 
 
-def _rt(group: str, kind: str) -> ResourceType:
-    rt = REGISTRY.by_kind(group, kind)
-    if rt is None:  # pragma: no cover - the registry always serves these
-        raise RuntimeError(f"the registry has no {kind}")
-    return rt
-
-
-PODS = _rt("", "Pod")
-EVENTS = _rt("", "Event")
+PODS = REGISTRY.require("", "Pod")
+EVENTS = REGISTRY.require("", "Event")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -293,7 +286,7 @@ async def _refresh(
 
 async def run(args: argparse.Namespace, config: ClientConfig) -> int:
     group, kind = KINDS[args.kind]
-    rt = _rt(group, kind)
+    rt = REGISTRY.require(group, kind)
     namespace = args.namespace or config.namespace or "default"
     subject = Subject(kind=kind, name=args.name, namespace=namespace)
     printer = Printer(args.output)
