@@ -25,10 +25,10 @@ the server runs come back at its next start only (Kubernetes re-checks every min
 
 from __future__ import annotations
 
+import copy
 import logging
 from typing import Any, Final
 
-from api.errors import AlreadyExists, NotFound
 from api.flowcontrol import GROUP
 from services.apiserver.context import ApiContext
 from services.apiserver.strategy import default_object, prepare_for_create
@@ -238,7 +238,7 @@ async def _ensure(ctx: ApiContext, kind: str, name: str, spec: Obj) -> None:
         "apiVersion": rt.api_version,
         "kind": kind,
         "metadata": {"name": name, "annotations": {AUTOUPDATE_ANNOTATION: "true"}},
-        "spec": spec,
+        "spec": copy.deepcopy(spec),  # defaulting fills it in place; the table stays as written
     }
     default_object(rt, wanted)
 
@@ -251,16 +251,13 @@ async def _ensure(ctx: ApiContext, kind: str, name: str, spec: Obj) -> None:
             return None
         return {**current, "spec": wanted["spec"]}
 
-    try:
-        result = await storage.guaranteed_update(None, name, restore)
-        if result.changed:
-            log.info("restored the default spec of %s %s", kind, name)
-        return
-    except NotFound:
-        pass
-    prepare_for_create(rt, wanted)
-    try:
-        await storage.create(wanted)
+    async def create() -> Obj:
+        prepare_for_create(rt, wanted)
+        return wanted
+
+    # absent: created (if another apiserver creates it meanwhile, that one is restored)
+    result = await storage.guaranteed_update(None, name, restore, create=create)
+    if result.created:
         log.info("created default %s %s", kind, name)
-    except AlreadyExists:
-        pass  # another apiserver made it first
+    elif result.changed:
+        log.info("restored the default spec of %s %s", kind, name)
