@@ -107,10 +107,9 @@ class _Pending:
     reason: str
     message: str
     count: int
-    first: str
+    first: datetime
+    """The first occurrence: ``firstTimestamp`` (whole seconds) and ``eventTime`` (MicroTime)."""
     last: str
-    observed: str
-    """The first occurrence as a MicroTime (``eventTime``)."""
 
 
 @dataclass(slots=True)
@@ -153,8 +152,7 @@ class _Sent:
     name: str
     namespace: str
     count: int
-    first: str
-    observed: str
+    first: datetime
 
 
 class EventRecorder:
@@ -243,9 +241,7 @@ class EventRecorder:
                 )
             self._dropped += 1
             return
-        self._pending[key] = _Pending(
-            ref, namespace, type_, reason, message, 1, now, now, format_micro_time(at)
-        )
+        self._pending[key] = _Pending(ref, namespace, type_, reason, message, 1, at, now)
         self._idle.clear()
         self._wake.set()
 
@@ -325,17 +321,7 @@ class EventRecorder:
                 sent.count += p.count  # not ``= count``: spam-dropped repeats may have come
                 self._sent.move_to_end(key)
                 return
-            p = _Pending(
-                p.ref,
-                p.namespace,
-                p.type,
-                p.reason,
-                p.message,
-                count,
-                sent.first,
-                p.last,
-                sent.observed,
-            )
+            p = _Pending(p.ref, p.namespace, p.type, p.reason, p.message, count, sent.first, p.last)
         name = f"{p.ref.get('name', 'event')}.{time.time_ns() + next(self._seq):x}"
         body = {
             "apiVersion": "v1",
@@ -346,15 +332,13 @@ class EventRecorder:
             "message": p.message,
             "type": p.type,
             "source": {"component": self.component, "host": self.host},
-            "firstTimestamp": p.first,
+            "firstTimestamp": format_time(p.first),
             "lastTimestamp": p.last,
             "count": p.count,
-            "eventTime": p.observed,
+            "eventTime": format_micro_time(p.first),
             "action": p.reason,
             "reportingComponent": self.component,
             "reportingInstance": self.host,
         }
         await self.client.create(self._rt, body, namespace=p.namespace)
-        _remember(
-            self._sent, key, _Sent(name, p.namespace, p.count, p.first, p.observed), self.cache_size
-        )
+        _remember(self._sent, key, _Sent(name, p.namespace, p.count, p.first), self.cache_size)
