@@ -172,3 +172,18 @@ async def test_kubectl_describe_shows_the_combined_event_with_its_count(
         r"Normal\s+SuccessfulCreate\s+\S+\s+replication-controller\s+Created pod: web-0\n",
         events,
     ), events
+
+
+async def test_the_correlation_memory_forgets_the_least_recently_seen_objects(
+    client: ApiClient, clock: Clock
+) -> None:
+    recorder = EventRecorder(client, component="c", host="h", clock=clock, cache_size=2)
+    api = RC | {"metadata": {"name": "api", "namespace": "default", "uid": "rc-2"}}
+    db = RC | {"metadata": {"name": "db", "namespace": "default", "uid": "rc-3"}}
+    for i in range(SPAM_BURST + 1):
+        recorder.event(RC, "Warning", f"Reason{i}", "x")
+    assert recorder.spam_dropped == 1
+    recorder.event(api, "Warning", "Reason0", "x")
+    recorder.event(db, "Warning", "Reason0", "x")  # three objects in a memory of two
+    recorder.event(RC, "Warning", "Again", "x")
+    assert recorder.spam_dropped == 1, "web's spent allowance was forgotten, as after a restart"
