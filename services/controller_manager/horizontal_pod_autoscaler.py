@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import copy
 import logging
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -51,6 +50,7 @@ from client.controller import Controller
 from client.events import EventRecorder
 from client.rest import ApiClient
 from client.workqueue import WorkQueue
+from component.flags import parse_duration
 from services.controller_manager.clock import Clock, SystemClock
 from services.controller_manager.hpa_behavior import (
     DOWNSCALE_WINDOW,
@@ -78,8 +78,6 @@ SYNC_PERIOD = 15.0
 HPAS = REGISTRY.require("autoscaling", "HorizontalPodAutoscaler")
 PODS = REGISTRY.require("", "Pod")
 METRICS_PATH = "/apis/metrics.k8s.io/v1beta1/namespaces/{namespace}/pods"
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(h|ms|m|s)")
-_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 
 
 class _Unscalable(Exception):
@@ -100,11 +98,6 @@ class _Answer:
     metric: str
     """What asked for it, as Kubernetes names it in events and conditions."""
     statuses: list[Obj]
-
-
-def _duration(text: str) -> timedelta:
-    """A Go duration (``1s``, ``1m30s``, ``500ms``)."""
-    return timedelta(seconds=sum(float(n) * _UNITS[u] for n, u in _DURATION.findall(text)))
 
 
 def _target_type(ref: Mapping[str, Any]) -> ResourceType | None:
@@ -500,6 +493,6 @@ def _usage_of(items: list[Obj], resource: str, container: str | None) -> dict[st
         out[str(item["metadata"]["name"])] = PodMetric(
             value=total,
             timestamp=parse_time(str(item.get("timestamp"))),
-            window=_duration(str(item.get("window") or "0s")),
+            window=timedelta(seconds=parse_duration(str(item.get("window") or "0s"))),
         )
     return out
