@@ -12,7 +12,9 @@ kinds, the text format and its escaping; this module owns what kubelite adds aro
   counted in a plain integer), instead of a metric kept in step by every code path that
   changes the state;
 * ``exponential_buckets`` / ``linear_buckets``: component-base's bucket helpers, so histogram
-  buckets are written as Kubernetes writes them.
+  buckets are written as Kubernetes writes them;
+* ``leader_election_status``: client-go's ``leader_election_master_status{name}``, the one
+  metric every replicated component (scheduler, controller-manager) reports alike.
 
 Counters are exposed without the ``_created`` series prometheus-client adds by default (set off
 for the process): Kubernetes' components do not send them.
@@ -42,6 +44,7 @@ __all__ = [
     "Metrics",
     "Samples",
     "exponential_buckets",
+    "leader_election_status",
     "linear_buckets",
 ]
 
@@ -136,3 +139,17 @@ class Metrics:
     def render(self) -> str:
         """The ``/metrics`` page: every metric registered here, in Prometheus' text format."""
         return generate_latest(self.registry).decode()
+
+
+def leader_election_status(
+    metrics: Metrics, *, lease_name: str, is_leader: Callable[[], bool]
+) -> None:
+    """client-go's ``leader_election_master_status{name}`` (``tools/leaderelection/metrics.go``):
+    1 while ``is_leader()``, else 0, for the lease ``lease_name``; read at each scrape."""
+    metrics.gauges(
+        "leader_election_master_status",
+        "Gauge of if the reporting system is master of the relevant lease, 0 indicates "
+        "backup, 1 indicates master. 'name' is the string used to identify the lease.",
+        ("name",),
+        lambda: [((lease_name,), 1.0 if is_leader() else 0.0)],
+    )

@@ -26,7 +26,7 @@ from client.rest import ApiClient
 from client.workqueue_metrics import WorkQueueMetrics
 from component.flags import BindAddress
 from component.health import HealthServer
-from component.metrics import Metrics, Samples
+from component.metrics import Metrics, leader_election_status
 from component.tasks import TaskGroup
 from services.controller_manager.manager import ControllerManager, ManagerOptions
 
@@ -50,22 +50,16 @@ class ControllerManagerService:
         self.manager = ControllerManager(
             self.client, options.manager, queue_metrics=WorkQueueMetrics(self.metrics)
         )
-        self.metrics.gauges(
-            "leader_election_master_status",
-            "Gauge of if the reporting system is master of the relevant lease, 0 indicates "
-            "backup, 1 indicates master. 'name' is the string used to identify the lease.",
-            ("name",),
-            self._leading,
+        leader_election_status(
+            self.metrics,
+            lease_name=options.manager.lease_name,
+            is_leader=lambda: self.manager.leading.is_set(),
         )
         self.health = HealthServer(component="controller-manager", address=options.health)
         for path in ("/healthz", "/healthz/leaderElection"):
             self.health.add_check(path, self.manager.healthy)
         self.health.add_metrics("/metrics", self.metrics.render)
         self.tasks = TaskGroup("controller-manager", logger=log)
-
-    def _leading(self) -> Samples:
-        lease = self.options.manager.lease_name
-        return [((lease,), 1.0 if self.manager.leading.is_set() else 0.0)]
 
     async def start(self) -> None:
         await self.health.start()

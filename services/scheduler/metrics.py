@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from component.metrics import Metrics, Samples, exponential_buckets
+from component.metrics import Metrics, Samples, exponential_buckets, leader_election_status
 
 __all__ = ["SchedulerMetrics"]
 
@@ -72,13 +72,7 @@ class SchedulerMetrics:
             ("queue",),
             pending,
         )
-        m.gauges(
-            "leader_election_master_status",
-            "Gauge of if the reporting system is master of the relevant lease, 0 indicates "
-            "backup, 1 indicates master. 'name' is the string used to identify the lease.",
-            ("name",),
-            lambda: [((lease_name,), 1.0 if is_leader() else 0.0)],
-        )
+        leader_election_status(m, lease_name=lease_name, is_leader=is_leader)
 
     def attempt(self, result: str, duration: float) -> None:
         self.attempts.labels(result, self.profile).inc()
