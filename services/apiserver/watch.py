@@ -171,7 +171,8 @@ def _start_after(
 class _Renderer:
     """Deliveries to bytes: the cache's shared frames, or one-row Tables for kubectl. A custom
     object, or one of a version served from another's storage, goes out as the watched version
-    serves it (``served_as``): the shared frame when that changes nothing, else its own."""
+    serves it (``served_as``), in frames the event makes once for that version
+    (``CacheEvent.served``)."""
 
     def __init__(self, rt: ResourceType, opts: ListOptions, *, table: bool) -> None:
         self.rt = rt
@@ -181,25 +182,13 @@ class _Renderer:
         self.shared = rt.custom is None and rt.conversion is None
         """Every object goes out as the cache holds it."""
 
-    def _served(self, delivery: Delivery) -> Obj | None:
-        """The custom object as served when that differs from the cache's; else None."""
-        assert delivery.event is not None
-        obj = delivery.event.object_for(from_prev=delivery.from_prev)
-        served = served_as(self.rt, obj)
-        return None if served is obj else served
-
     def chunk(self, delivery: Delivery) -> bytes:
         """``frame`` as one HTTP/1.1 chunk (not for Tables)."""
-        if self.shared or (served := self._served(delivery)) is None:
-            return delivery.chunk()
-        frame = _event_frame(delivery.type, served)
-        return b"%x\r\n%s\r\n" % (len(frame), frame)
+        return delivery.chunk() if self.shared else delivery.served(self.rt)[1]
 
     def frame(self, delivery: Delivery) -> bytes:
         if not self.table:
-            if self.shared or (served := self._served(delivery)) is None:
-                return delivery.frame()
-            return _event_frame(delivery.type, served)
+            return delivery.frame() if self.shared else delivery.served(self.rt)[0]
         assert delivery.event is not None
         obj = served_as(self.rt, delivery.event.object_for(from_prev=delivery.from_prev))
         table = to_table(

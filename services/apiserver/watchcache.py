@@ -52,6 +52,7 @@ from typing import Any
 from api.errors import Expired, StatusError
 from api.registry import ResourceType
 from services.apiserver.codec import dumps, loads
+from services.apiserver.custom_objects import served_as
 from services.apiserver.encryption import Undecryptable
 from services.apiserver.predicate import INDEX_PREFERENCE, Predicate
 from services.apiserver.storage import decode, too_old
@@ -88,6 +89,7 @@ class CacheEvent:
         "_chunks",
         "_frames",
         "_prev_bytes",
+        "_served",
         "key",
         "obj",
         "prev",
@@ -105,6 +107,7 @@ class CacheEvent:
         self._prev_bytes: bytes | None = None
         self._frames: dict[tuple[str, bool], bytes] = {}
         self._chunks: dict[tuple[str, bool], bytes] = {}
+        self._served: dict[tuple[str, str, bool], tuple[ResourceType, bytes, bytes]] = {}
 
     @classmethod
     def from_store(cls, event: Event) -> CacheEvent:
@@ -143,10 +146,7 @@ class CacheEvent:
         """``{"type": etype, "object": ...}`` plus newline, cached per (type, source)."""
         frame = self._frames.get((etype, from_prev))
         if frame is None:
-            frame = b'{"type":"%s","object":%s}\n' % (
-                etype.encode(),
-                self.object_bytes(from_prev=from_prev),
-            )
+            frame = _frame(etype, self.object_bytes(from_prev=from_prev))
             self._frames[(etype, from_prev)] = frame
         return frame
 
@@ -154,10 +154,39 @@ class CacheEvent:
         """``frame`` as one HTTP/1.1 chunk (size line, data, CRLF), cached like the frame."""
         chunk = self._chunks.get((etype, from_prev))
         if chunk is None:
-            frame = self.frame(etype, from_prev=from_prev)
-            chunk = b"%x\r\n%s\r\n" % (len(frame), frame)
+            chunk = _chunk(self.frame(etype, from_prev=from_prev))
             self._chunks[(etype, from_prev)] = chunk
         return chunk
+
+    def served(self, rt: ResourceType, etype: str, *, from_prev: bool) -> tuple[bytes, bytes]:
+        """``frame`` and ``chunk`` of the object as ``rt``'s version serves it (``served_as``:
+        a custom resource's defaults and apiVersion, a built-in version's conversion), made
+        once per event and version however many watch it; the shared ones when serving changes
+        nothing. Kept for ``rt`` itself: a CRD update registers new versions, served anew."""
+        key = (rt.api_version, etype, from_prev)
+        kept = self._served.get(key)
+        if kept is not None and kept[0] is rt:
+            return kept[1], kept[2]
+        obj = self.object_for(from_prev=from_prev)
+        served = served_as(rt, obj)
+        if served is obj:
+            frame, chunk = (
+                self.frame(etype, from_prev=from_prev),
+                self.chunk(etype, from_prev=from_prev),
+            )
+        else:
+            frame = _frame(etype, dumps(served))
+            chunk = _chunk(frame)
+        self._served[key] = (rt, frame, chunk)
+        return frame, chunk
+
+
+def _frame(etype: str, object_bytes: bytes) -> bytes:
+    return b'{"type":"%s","object":%s}\n' % (etype.encode(), object_bytes)
+
+
+def _chunk(frame: bytes) -> bytes:
+    return b"%x\r\n%s\r\n" % (len(frame), frame)
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +204,11 @@ class Delivery:
     def chunk(self) -> bytes:
         assert self.event is not None
         return self.event.chunk(self.type, from_prev=self.from_prev)
+
+    def served(self, rt: ResourceType) -> tuple[bytes, bytes]:
+        """``frame`` and ``chunk`` as ``rt``'s version serves the object (``CacheEvent.served``)."""
+        assert self.event is not None
+        return self.event.served(rt, self.type, from_prev=self.from_prev)
 
 
 INITIAL_EVENTS_END = Delivery("INITIAL_EVENTS_END", None)

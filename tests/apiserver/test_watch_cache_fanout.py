@@ -4,13 +4,14 @@ node-indexed watchers only see their node's pods; every event is serialised once
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
 from api.registry import REGISTRY
 from services.apiserver.predicate import Predicate
 from services.apiserver.storage import ObjectStorage
-from services.apiserver.watchcache import WatchCache, WatcherClosed
+from services.apiserver.watchcache import CacheEvent, WatchCache, WatcherClosed
 from store.memory import MemoryStore
 from tests import factories
 from tests.factories import Obj, container
@@ -89,6 +90,22 @@ async def test_node_indexed_watchers_see_only_their_node_and_share_frames() -> N
     assert shared.frame() is delivery.frame()
     cache.stop()
     task.cancel()
+
+
+def test_a_version_served_by_conversion_is_serialised_once_per_event() -> None:
+    v1 = REGISTRY.get("autoscaling", "v1", "horizontalpodautoscalers")
+    v2 = REGISTRY.get("autoscaling", "v2", "horizontalpodautoscalers")
+    assert v1 is not None and v1.conversion is not None and v2 is not None
+    hpa = factories.horizontal_pod_autoscaler("web", target="web")
+    hpa["metadata"]["resourceVersion"] = "5"
+    event = CacheEvent.synthetic(hpa, key="/registry/autoscaling/horizontalpodautoscalers/x")
+    frame, chunk = event.served(v1, "ADDED", from_prev=False)
+    assert json.loads(frame)["object"]["apiVersion"] == "autoscaling/v1"
+    assert chunk.endswith(frame + b"\r\n")
+    # every later watcher of v1 gets the same bytes: converted and dumped once, not per watcher
+    assert event.served(v1, "ADDED", from_prev=False)[0] is frame
+    # the stored version's own frames are the shared ones
+    assert event.served(v2, "ADDED", from_prev=False)[0] is event.frame("ADDED")
 
 
 async def test_stopping_the_cache_ends_every_watch() -> None:
