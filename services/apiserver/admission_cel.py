@@ -10,6 +10,7 @@ and ``webhook/matchconditions/matcher.go``); this module is kubelite's, with ``c
   ``object`` null on delete), ``request`` (the AdmissionReview request's attributes),
   ``authorizer`` (``cel_authorizer``'s library), and for policies ``params``,
   ``namespaceObject`` and ``variables``;
+* ``with_params``: a policy's ``params`` added to an activation built once per request;
 * ``with_variables``: a policy's ``spec.variables`` composited in order under ``variables.<name>``,
   each seeing the ones before it; one that fails to evaluate fails only the expressions that
   use it (CEL's error values), as Kubernetes' lazily evaluated variables do;
@@ -57,6 +58,7 @@ __all__ = [
     "configuration_problems",
     "evaluate",
     "match",
+    "with_params",
     "with_variables",
 ]
 
@@ -132,6 +134,12 @@ def activation(
     bound = {name: json_to_cel(value) for name, value in plain.items()}
     bound["authorizer"] = authorizer
     return bound
+
+
+def with_params(bound: Activation, params: Obj | None) -> Activation:
+    """``bound`` with ``params`` (one evaluation of a policy per params object; the rest of
+    the activation, converted once per request, is shared)."""
+    return {**bound, "params": json_to_cel(params)}
 
 
 def with_variables(bound: Activation, variables: Iterable[Mapping[str, Any]]) -> Activation:

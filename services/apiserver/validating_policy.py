@@ -11,7 +11,8 @@ the validating webhooks:
   webhooks: rules, exclusions, namespace and object selectors);
 * **params**: a policy with ``paramKind`` gets, per binding, the object ``paramRef`` names (by
   ``name``, or every object its ``selector`` matches, each evaluated; in ``paramRef.namespace``
-  or, for a namespaced kind, the request's namespace); none found is a refusal under
+  or, for a namespaced kind, the request's namespace; read from the kind's watch cache, as
+  Kubernetes reads them from an informer); none found is a refusal under
   ``parameterNotFoundAction: Deny`` and a pass under ``Allow``;
 * expressions see ``object``, ``oldObject`` (null on create, and ``object`` null on delete),
   ``request`` (the AdmissionReview request's attributes), ``params``, ``namespaceObject`` (the
@@ -47,13 +48,14 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
 from celpy.celtypes import BoolType
 
+from api.registry import ResourceType
 from api.selectors import label_selector_from_dict
 from services.apiserver.admission_cel import (
     Activation,
@@ -61,10 +63,12 @@ from services.apiserver.admission_cel import (
     activation,
     evaluate,
     match,
+    with_params,
     with_variables,
 )
 from services.apiserver.audit import annotate
 from services.apiserver.context import CONTEXT, ApiContext
+from services.apiserver.predicate import Predicate
 from services.apiserver.webhooks import (
     Attributes,
     cel_authorizer,
@@ -210,7 +214,7 @@ def _audit_annotations(bound: Bound, bound_vars: Activation, outcome: Outcome) -
             outcome.add_annotation(bound, key, str(value)[:MAX_ANNOTATION_VALUE])
 
 
-async def _params(ctx: ApiContext, bound: Bound, attrs: Attributes) -> list[Obj | None] | None:
+async def _params(ctx: ApiContext, bound: Bound, attrs: Attributes) -> Sequence[Obj | None] | None:
     """The params each evaluation gets: ``[None]`` without a ``paramKind``; None when the
     binding's params are missing and ``parameterNotFoundAction`` is ``Allow``."""
     kind = bound.spec.get("paramKind")
@@ -221,19 +225,9 @@ async def _params(ctx: ApiContext, bound: Bound, attrs: Attributes) -> list[Obj 
     found: list[Obj] = []
     if rt is not None:
         namespace = (ref.get("namespace") or attrs.namespace) if rt.namespaced else None
-        if ref.get("name"):
-            one = await ctx.storage(rt).get_or_none(namespace, str(ref["name"]))
-            found = [one] if one is not None else []
-        else:
-            selector = label_selector_from_dict(ref.get("selector") or {})
-            listed = (await ctx.storage(rt).list(namespace)).items
-            found = [
-                p
-                for p in listed
-                if selector.matches(((p.get("metadata") or {}).get("labels")) or {})
-            ]
+        found = await _param_objects(ctx, rt, namespace, ref)
     if found:
-        return list(found)
+        return found
     if ref.get("parameterNotFoundAction") == "Allow":
         return None
     raise refusal(
@@ -242,6 +236,28 @@ async def _params(ctx: ApiContext, bound: Bound, attrs: Attributes) -> list[Obj 
         code=403,
         reason="Forbidden",
     )
+
+
+async def _param_objects(
+    ctx: ApiContext, rt: ResourceType, namespace: str | None, ref: Obj
+) -> list[Obj]:
+    """The objects ``paramRef`` names (``name``, else every one its ``selector`` matches), read
+    from ``rt``'s watch cache as Kubernetes reads them from an informer (the store until the
+    cache is ready): no store read per admitted write."""
+    name = str(ref.get("name") or "")
+    selector = None if name else label_selector_from_dict(ref.get("selector") or {})
+    cache = ctx.cache(rt)
+    if cache is not None and cache.ready.is_set():
+        if name:
+            event = cache.lookup(rt.key(namespace, name))
+            return [event.obj] if event is not None else []
+        events, _ = cache.snapshot(Predicate(rt=rt, namespace=namespace, labels=selector))
+        return [e.obj for e in events]
+    if selector is None:
+        one = await ctx.storage(rt).get_or_none(namespace, name)
+        return [one] if one is not None else []
+    listed = (await ctx.storage(rt).list(namespace)).items
+    return [p for p in listed if selector.matches((p.get("metadata") or {}).get("labels") or {})]
 
 
 def _bindings(ctx: ApiContext) -> Iterator[Bound]:
@@ -284,8 +300,13 @@ async def validate(
         return
     labels = await namespace_labels(ctx, attrs, obj, old)
     namespace = await namespace_object(ctx, attrs)
-    review = review_request(attrs, None, None)
-    authorizer = cel_authorizer(request, attrs)
+    common = activation(
+        obj=obj,
+        old=old,
+        request=review_request(attrs, None, None),
+        authorizer=cel_authorizer(request, attrs),
+        namespaceObject=namespace,
+    )
     outcome = Outcome()
     for bound in bindings:
         constraints = bound.spec.get("matchConstraints") or {}
@@ -301,14 +322,7 @@ async def validate(
         ):
             continue
         for params in await _params(ctx, bound, attrs) or ():
-            bound_vars = activation(
-                obj=obj,
-                old=old,
-                request=review,
-                authorizer=authorizer,
-                params=params,
-                namespaceObject=namespace,
-            )
+            bound_vars = with_params(common, params)
             _check(
                 request,
                 bound,

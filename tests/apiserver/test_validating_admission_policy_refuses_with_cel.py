@@ -141,6 +141,29 @@ async def test_missing_params_deny(api: Api) -> None:
     )
 
 
+async def test_params_a_selector_matches_are_each_evaluated(api: Api) -> None:
+    # the unlabelled one first: once the cache holds the last param, it holds this one too
+    await api.ok("POST", CM, configmap("forbid-green", forbidden="green"))
+    await api.ok("POST", CM, configmap("forbid-red", {"forbids": "yes"}, forbidden="red"))
+    await api.ok("POST", CM, configmap("forbid-blue", {"forbids": "yes"}, forbidden="blue"))
+    check = {
+        "expression": "!(params.data.forbidden in object.data)",
+        "messageExpression": "'key ' + params.data.forbidden + ' is forbidden'",
+    }
+    kind = {"apiVersion": "v1", "kind": "ConfigMap"}
+    await api.ok("POST", VAP, policy("forbidden-keys", check, paramKind=kind))
+    ref = {"selector": {"matchLabels": {"forbids": "yes"}}, "parameterNotFoundAction": "Deny"}
+    await api.ok("POST", VAPB, binding("forbidden-keys", "forbidden-keys", "Deny", paramRef=ref))
+    await until(api, configmap("uses-blue", blue="1"), 422)
+    status, out = await api.post(CM, configmap("uses-red", red="1"))
+    assert (status, out["message"]) == (
+        422,
+        "ValidatingAdmissionPolicy 'forbidden-keys' with binding 'forbidden-keys' denied "
+        "request: key red is forbidden",
+    )
+    await api.ok("POST", CM, configmap("uses-green", green="1"))  # not selected: no param
+
+
 async def test_policies_and_bindings_are_validated(api: Api) -> None:
     status, out = await api.post(VAP, {**policy("empty"), "spec": {}})
     assert status == 422
