@@ -33,7 +33,7 @@ from services.apiserver.storage import encode
 from services.kubelet.pod_status import ContainerView, container_status
 from services.kubelet.runtime.base import ContainerRecord
 from tests.apiserver.conftest import Api, EventReader, MakeApi
-from tests.factories import cpu_utilization, crd, horizontal_pod_autoscaler
+from tests.factories import cpu_utilization, crd, horizontal_pod_autoscaler, priority_class
 
 Obj = dict[str, Any]
 
@@ -249,13 +249,7 @@ SAMPLES: dict[tuple[str, str], Sample] = {
         }
     ),
     ("scheduling.k8s.io", "PriorityClass"): Sample(
-        {
-            "apiVersion": "scheduling.k8s.io/v1",
-            "kind": "PriorityClass",
-            "metadata": {"name": NAME},
-            "value": 1000,
-            "description": "a sample class",
-        }
+        priority_class(NAME, value=1000, description="a sample class")
     ),
     ("apps", "StatefulSet"): Sample(
         {
