@@ -25,11 +25,11 @@ from typing import Any, cast
 
 from celpy.celtypes import BoolType, MapType, StringType
 
+from services.apiserver.authentication import SERVICE_ACCOUNTS_GROUP
 from services.apiserver.identity import Authorizer, Decision, RequestAttributes, UserInfo
+from services.apiserver.service_account_tokens import service_account_username
 
 __all__ = ["FUNCTIONS", "AuthorizerValue", "authorizer_value"]
-
-_SERVICE_ACCOUNTS = "system:serviceaccounts"
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,8 +109,8 @@ def _decide(chain: Authorizer, attrs: RequestAttributes) -> _Decision:
 
 def _service_account(value: AuthorizerValue, namespace: Any, name: Any) -> AuthorizerValue:
     user = UserInfo(
-        name=f"system:serviceaccount:{namespace}:{name}",
-        groups=(_SERVICE_ACCOUNTS, f"{_SERVICE_ACCOUNTS}:{namespace}"),
+        name=service_account_username(str(namespace), str(name)),
+        groups=(SERVICE_ACCOUNTS_GROUP, f"{SERVICE_ACCOUNTS_GROUP}:{namespace}"),
     )
     return _value_for(replace(value.asker, user=user))
 
