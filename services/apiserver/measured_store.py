@@ -18,8 +18,9 @@ reports what it received). Not here: request and response sizes, lease object co
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Final
 
 from component.metrics import Metrics
@@ -54,15 +55,18 @@ class MeasuredStore:
             buckets=REQUEST_BUCKETS,
         )
 
-    def _observe(self, operation: str, key: str, started: float) -> None:
-        self.latency.labels(operation, _type(key)).observe(time.monotonic() - started)
-
-    async def get(self, key: str) -> KeyValue | None:
+    @contextlib.contextmanager
+    def _timed(self, operation: str, key: str = "") -> Iterator[None]:
+        """Observe the time the ``with`` body takes, whether it returns or raises."""
         started = time.monotonic()
         try:
-            return await self.inner.get(key)
+            yield
         finally:
-            self._observe("get", key, started)
+            self.latency.labels(operation, _type(key)).observe(time.monotonic() - started)
+
+    async def get(self, key: str) -> KeyValue | None:
+        with self._timed("get", key):
+            return await self.inner.get(key)
 
     async def list(
         self,
@@ -72,40 +76,28 @@ class MeasuredStore:
         start_after: str | None = None,
         limit: int = 0,
     ) -> ListResult:
-        started = time.monotonic()
-        try:
+        with self._timed("list", prefix):
             return await self.inner.list(
                 prefix, revision=revision, start_after=start_after, limit=limit
             )
-        finally:
-            self._observe("list", prefix, started)
 
     async def create(self, key: str, value: bytes, *, ttl: float | None = None) -> KeyValue:
-        started = time.monotonic()
-        try:
+        with self._timed("create", key):
             if ttl is None:  # as storage.py calls it: stores written before ttl take none
                 return await self.inner.create(key, value)
             return await self.inner.create(key, value, ttl=ttl)
-        finally:
-            self._observe("create", key, started)
 
     async def update(
         self, key: str, value: bytes, *, expected_revision: int, ttl: float | None = None
     ) -> KeyValue:
-        started = time.monotonic()
-        try:
+        with self._timed("update", key):
             if ttl is None:
                 return await self.inner.update(key, value, expected_revision=expected_revision)
             return await self.inner.update(key, value, expected_revision=expected_revision, ttl=ttl)
-        finally:
-            self._observe("update", key, started)
 
     async def delete(self, key: str, *, expected_revision: int | None = None) -> KeyValue:
-        started = time.monotonic()
-        try:
+        with self._timed("delete", key):
             return await self.inner.delete(key, expected_revision=expected_revision)
-        finally:
-            self._observe("delete", key, started)
 
     def watch(
         self,
@@ -117,21 +109,15 @@ class MeasuredStore:
         return self.inner.watch(prefix, after_revision=after_revision, on_progress=on_progress)
 
     async def current_revision(self) -> int:
-        started = time.monotonic()
-        try:
+        with self._timed("current_revision"):
             return await self.inner.current_revision()
-        finally:
-            self._observe("current_revision", "", started)
 
     async def compacted_revision(self) -> int:
         return await self.inner.compacted_revision()
 
     async def compact(self, revision: int) -> None:
-        started = time.monotonic()
-        try:
+        with self._timed("compact"):
             await self.inner.compact(revision)
-        finally:
-            self._observe("compact", "", started)
 
     async def close(self) -> None:
         await self.inner.close()
