@@ -363,13 +363,15 @@ _MESSAGES: dict[str, str] = {
         " 2 minReplicas ?i32; 3 maxReplicas !i32; 4 targetCPUUtilizationPercentage ?i32",
     "HorizontalPodAutoscalerStatusV1": "1 observedGeneration ?i64; 2 lastScaleTime Time;"
         " 3 currentReplicas !i32; 4 desiredReplicas !i32; 5 currentCPUUtilizationPercentage ?i32",
-    # --- coordination.k8s.io/v1, policy/v1, autoscaling/v1 ----------------------------------------
+    # --- coordination.k8s.io/v1: Lease -----------------------------------------------------------
     "Lease": "1 metadata ObjectMeta; 2 spec LeaseSpec",
-    "PriorityClass": "1 metadata ObjectMeta; 2 value !i32; 3 globalDefault bool;"
-        " 4 description str; 5 preemptionPolicy ?str",
     "LeaseSpec": "1 holderIdentity ?str; 2 leaseDurationSeconds ?i32; 3 acquireTime MicroTime;"
         " 4 renewTime MicroTime; 5 leaseTransitions ?i32; 6 strategy ?str;"
         " 7 preferredHolder ?str",
+    # --- scheduling.k8s.io/v1: PriorityClass (kubectl create priorityclass) --------------------
+    "PriorityClass": "1 metadata ObjectMeta; 2 value !i32; 3 globalDefault bool;"
+        " 4 description str; 5 preemptionPolicy ?str",
+    # --- core/v1 Service, policy/v1 Eviction, autoscaling/v1 Scale -------------------------------
     "Service": "1 metadata ObjectMeta; 2 spec ServiceSpec; 3 status ServiceStatus",
     "ServiceSpec": "1 ports *ServicePort; 2 selector {str}; 3 clusterIP str; 18 clusterIPs *str;"
         " 4 type str; 5 externalIPs *str; 7 sessionAffinity str; 8 loadBalancerIP str;"
