@@ -51,7 +51,7 @@ import logging
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
@@ -60,6 +60,7 @@ from prometheus_client import Counter, Gauge, Histogram
 from api.errors import NotFound, TooManyRequests
 from api.flowcontrol import GROUP
 from api.meta import now_time
+from client.backoff import Backoff
 from component.metrics import Metrics
 from services.apiserver.authorization import REQUEST_INFO
 from services.apiserver.context import ApiContext
@@ -79,6 +80,7 @@ from services.apiserver.predicate import Predicate
 from services.apiserver.request_info import RequestInfo, request_info
 from services.apiserver.storage import ObjectStorage
 from services.apiserver.watchcache import WatchCache
+from store.base import StoreClosed
 
 __all__ = [
     "FLOW_CONTROL",
@@ -504,24 +506,43 @@ async def _changes(schemas: WatchCache, levels: WatchCache) -> None:
             wait.cancel()
 
 
-async def keep_dangling_conditions(control: FlowControl, storage: ObjectStorage) -> None:
+async def keep_dangling_conditions(
+    control: FlowControl, storage: ObjectStorage, *, backoff: Backoff | None = None
+) -> NoReturn:
     """Forever: after each change of the schemas or levels, set every schema's ``Dangling``
-    condition to whether its priority level exists (Kubernetes' config controller does)."""
+    condition to whether its priority level exists (Kubernetes' config controller does). A
+    pass that fails (a store error, a Conflict after too many writers) is retried after
+    ``backoff`` rather than ending the task, which would stop the apiserver; only a closed or
+    failed store ends it."""
     schemas, levels = control.schemas, control.level_cache
+    backoff = backoff or Backoff()
     while True:
-        names = {str(_meta(o).get("name") or "") for o in _objects(levels)}
-        for schema in _objects(schemas):
-            if _with_dangling(schema, names) is None:
-                continue
-            try:
-                await storage.guaranteed_update(
-                    None,
-                    str(_meta(schema).get("name") or ""),
-                    functools.partial(_mark, levels=names),
-                )
-            except NotFound:
-                pass  # deleted meanwhile
+        try:
+            await _mark_dangling(schemas, levels, storage)
+        except StoreClosed:
+            raise
+        except Exception:
+            delay = backoff.next_delay()
+            log.exception("marking dangling FlowSchemas failed; will retry in %.1f s", delay)
+            await asyncio.sleep(delay)
+            continue
         await _changes(schemas, levels)
+
+
+async def _mark_dangling(schemas: WatchCache, levels: WatchCache, storage: ObjectStorage) -> None:
+    """One pass: every cached schema whose ``Dangling`` condition is out of date is updated."""
+    names = {str(_meta(o).get("name") or "") for o in _objects(levels)}
+    for schema in _objects(schemas):
+        if _with_dangling(schema, names) is None:
+            continue
+        try:
+            await storage.guaranteed_update(
+                None,
+                str(_meta(schema).get("name") or ""),
+                functools.partial(_mark, levels=names),
+            )
+        except NotFound:
+            pass  # deleted meanwhile
 
 
 async def _mark(current: dict[str, Any], levels: set[str]) -> dict[str, Any] | None:
