@@ -55,16 +55,6 @@ __all__ = [
 Obj = dict[str, Any]
 
 
-async def _namespace(ctx: ApiContext, name: str) -> dict[str, Any] | None:
-    ns_rt = ctx.resource("", "namespaces")
-    cache = ctx.cache(ns_rt)
-    if cache is not None and cache.ready.is_set():
-        event = cache.lookup(ns_rt.key(None, name))
-        if event is not None:
-            return event.obj
-    return await ctx.storage(ns_rt).get_or_none(None, name)
-
-
 async def admit_create(
     ctx: ApiContext,
     rt: ResourceType,
@@ -82,7 +72,7 @@ async def admit_create(
         return
     if obj is not None and rt.group == "" and rt.kind == "PersistentVolumeClaim":
         await _default_storage_class(ctx, obj)
-    ns = await _namespace(ctx, namespace)
+    ns = await ctx.cached_get(ctx.resource("", "namespaces"), None, namespace)
     if ns is None:
         raise NotFound.of("namespaces", namespace)
     terminating = (ns.get("metadata") or {}).get("deletionTimestamp") or (

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from aiohttp import web
 
@@ -194,6 +195,18 @@ class ApiContext:
 
     def cache(self, rt: ResourceType) -> WatchCache | None:
         return self.caches.get((rt.group, rt.plural))
+
+    async def cached_get(
+        self, rt: ResourceType, namespace: str | None, name: str
+    ) -> dict[str, Any] | None:
+        """One object from ``rt``'s watch cache once it is ready; from the store before then,
+        or when the cache does not hold it yet (one created a moment ago is found)."""
+        cache = self.cache(rt)
+        if cache is not None and cache.ready.is_set():
+            event = cache.lookup(rt.key(namespace, name))
+            if event is not None:
+                return event.obj
+        return await self.storage(rt).get_or_none(namespace, name)
 
     def resource(self, group: str, plural: str) -> ResourceType:
         for rt in self.registry:

@@ -230,13 +230,7 @@ async def namespace_object(ctx: ApiContext, attrs: Attributes) -> Obj | None:
     cluster-scoped one (a Namespace included, as in Kubernetes)."""
     if not attrs.rt.namespaced or attrs.namespace is None:
         return None
-    ns_rt = ctx.resource("", "namespaces")
-    cache = ctx.cache(ns_rt)
-    if cache is not None and cache.ready.is_set():
-        event = cache.lookup(ns_rt.key(None, attrs.namespace))
-        if event is not None:
-            return event.obj
-    return await ctx.storage(ns_rt).get_or_none(None, attrs.namespace)
+    return await ctx.cached_get(ctx.resource("", "namespaces"), None, attrs.namespace)
 
 
 def configurations(ctx: ApiContext, kind: str) -> list[Obj]:
