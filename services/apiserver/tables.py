@@ -178,6 +178,8 @@ def _is_restartable_init(container: Mapping[str, Any] | None) -> bool:
 
 
 def _condition_true(conditions: Any, type_: str) -> bool:
+    """A condition of that type whose status is ``True`` (the printers' ``hasJobCondition``,
+    the pod's Ready and Initialized)."""
     return any(c.get("type") == type_ and c.get("status") == "True" for c in conditions or [])
 
 
@@ -616,22 +618,17 @@ CONTROLLER_REVISION_PRINTER = TablePrinter(
 # ---- batch
 
 
-def _has_condition(conditions: Any, type_: str) -> bool:
-    """``hasJobCondition``: a condition of that type whose status is ``True``."""
-    return any(c.get("type") == type_ and c.get("status") == "True" for c in conditions or [])
-
-
 def _job_status(job: Obj) -> str:
     conditions = _status(job).get("conditions")
-    if _has_condition(conditions, "Complete"):
+    if _condition_true(conditions, "Complete"):
         return "Complete"
-    if _has_condition(conditions, "Failed"):
+    if _condition_true(conditions, "Failed"):
         return "Failed"
     if _meta(job).get("deletionTimestamp"):
         return "Terminating"
-    if _has_condition(conditions, "Suspended"):
+    if _condition_true(conditions, "Suspended"):
         return "Suspended"
-    if _has_condition(conditions, "FailureTarget"):
+    if _condition_true(conditions, "FailureTarget"):
         return "FailureTarget"
     return "Running"
 
