@@ -20,6 +20,11 @@ from pydantic import Field
 from api.meta import KubeModel, ObjectMeta
 
 __all__ = [
+    "DEFAULT_HAND_SIZE",
+    "DEFAULT_MATCHING_PRECEDENCE",
+    "DEFAULT_NOMINAL_CONCURRENCY_SHARES",
+    "DEFAULT_QUEUES",
+    "DEFAULT_QUEUE_LENGTH_LIMIT",
     "DISTINGUISHER_METHODS",
     "GROUP",
     "LIMIT_RESPONSE_TYPES",

@@ -58,12 +58,18 @@ from aiohttp.typedefs import Handler, Middleware
 from prometheus_client import Counter, Gauge, Histogram
 
 from api.errors import NotFound, TooManyRequests
-from api.flowcontrol import GROUP
+from api.flowcontrol import (
+    DEFAULT_HAND_SIZE,
+    DEFAULT_QUEUE_LENGTH_LIMIT,
+    DEFAULT_QUEUES,
+    GROUP,
+)
 from api.meta import now_time
 from client.backoff import Backoff
 from component.metrics import Metrics
 from services.apiserver.authorization import REQUEST_INFO
 from services.apiserver.context import ApiContext
+from services.apiserver.flowcontrol_bootstrap import PRIORITY_LEVELS
 from services.apiserver.flowcontrol_matching import classify, precedence_order
 from services.apiserver.flowcontrol_queueset import QueueSet, Queuing, Rejected
 from services.apiserver.identity import UserInfo, request_user
@@ -102,9 +108,6 @@ FLOW_SCHEMA_UID_HEADER: Final = "X-Kubernetes-PF-FlowSchema-UID"
 PRIORITY_LEVEL_UID_HEADER: Final = "X-Kubernetes-PF-PriorityLevel-UID"
 _CLASSIFIED_ENTRIES: Final = 4096
 """Request shapes whose classification is remembered; all are forgotten when full."""
-_BUILT_IN_CATCH_ALL: Final = (5, 245)
-"""The built-in ``catch-all`` level's share of the seats (its 5 shares of the defaults' 245),
-for the requests no schema matches once its object is gone (restored at the next start)."""
 WAIT_BUCKETS: Final = (0, 0.005, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30)
 """``apiserver_flowcontrol_request_wait_duration_seconds``' buckets, Kubernetes' own."""
 
@@ -170,10 +173,18 @@ def _queuing(limited: Obj) -> Queuing | None:
     if response.get("type") != "Queue" or not isinstance(queuing, Mapping):
         return None
     return Queuing(
-        queues=int(queuing.get("queues") or 64),
-        hand_size=int(queuing.get("handSize") or 8),
-        queue_length_limit=int(queuing.get("queueLengthLimit") or 50),
+        queues=int(queuing.get("queues") or DEFAULT_QUEUES),
+        hand_size=int(queuing.get("handSize") or DEFAULT_HAND_SIZE),
+        queue_length_limit=int(queuing.get("queueLengthLimit") or DEFAULT_QUEUE_LENGTH_LIMIT),
     )
+
+
+_BUILT_IN_CATCH_ALL: Final = (
+    _shares({"spec": PRIORITY_LEVELS["catch-all"]}),
+    sum(_shares({"spec": spec}) for spec in PRIORITY_LEVELS.values()),
+)
+"""The built-in ``catch-all`` level's share of the seats (its shares of all the defaults'),
+for the requests no schema matches once its object is gone (restored at the next start)."""
 
 
 def _objects(cache: WatchCache) -> list[Obj]:

@@ -28,6 +28,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from api.flowcontrol import DEFAULT_MATCHING_PRECEDENCE
 from services.apiserver.identity import UserInfo
 from services.apiserver.request_info import RequestInfo
 
@@ -135,7 +136,7 @@ def precedence_order(schemas: Iterable[Obj]) -> list[Obj]:
     def key(schema: Obj) -> tuple[int, str]:
         precedence = _spec(schema).get("matchingPrecedence")
         name = (schema.get("metadata") or {}).get("name") or ""
-        return (precedence if isinstance(precedence, int) else 1000, name)
+        return (precedence if isinstance(precedence, int) else DEFAULT_MATCHING_PRECEDENCE, name)
 
     return sorted(schemas, key=key)
 
