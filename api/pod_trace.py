@@ -47,7 +47,7 @@ occurrence. The scheduler's scores are not recorded anywhere, only the filter's 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
@@ -349,13 +349,18 @@ def _placed(found: Sequence[_Found]) -> list[_Found]:
         if f.step in REPORTED_AFTER:
             after = [g.at for g in found if g.lane == f.lane and g.rank > f.rank and g.precise]
             out.append(replace(f, at=min([f.at, *after])))
-            continue
-        before = [
-            g.at
-            for g in found
-            if g.precise and g.lane == f.lane and g.rank < f.rank and f.at <= g.at < f.at + SECOND
-        ]
-        out.append(f if f.precise else replace(f, at=max([f.at, *before])))
+        elif f.precise:
+            out.append(f)  # already where it happened: no scan (a replica set's pods' steps)
+        else:
+            before = [
+                g.at
+                for g in found
+                if g.precise
+                and g.lane == f.lane
+                and g.rank < f.rank
+                and f.at <= g.at < f.at + SECOND
+            ]
+            out.append(replace(f, at=max([f.at, *before])))
     return out
 
 
@@ -403,6 +408,30 @@ def _scaled(rs: Obj, evidence: _Evidence) -> None:
         evidence.add("scaled", at, by="apiserver", detail=detail)
 
 
+def _events_by_pod(rs: Obj, events: Sequence[Obj]) -> Callable[[Obj], Sequence[Obj]]:
+    """For each pod of ``rs``, the ``events`` that can be evidence of it: its own, the
+    ``SuccessfulCreate`` naming it, and any without an involvedObject uid — grouped once, so a
+    1,000-replica set's trace does not match every Event against every pod."""
+    rs_uid = (rs.get("metadata") or {}).get("uid")
+    by_uid: dict[str | None, list[Obj]] = {}
+    for event in events:
+        by_uid.setdefault((event.get("involvedObject") or {}).get("uid") or None, []).append(event)
+    creates: dict[str, list[Obj]] = {}
+    for event in by_uid.get(rs_uid, []) if rs_uid else []:
+        if event.get("reason") == "SuccessfulCreate":
+            named = str(event.get("message") or "").rpartition(": ")[2]
+            creates.setdefault(named, []).append(event)
+
+    def of(pod: Obj) -> Sequence[Obj]:
+        meta = pod.get("metadata") or {}
+        if not rs_uid or not meta.get("uid"):
+            return events  # matched by kind and name: no grouping to trust
+        own = by_uid.get(meta["uid"], [])
+        return [*own, *creates.get(str(meta.get("name")), []), *by_uid.get(None, [])]
+
+    return of
+
+
 def replicaset_trace(rs: Obj, pods: Sequence[Obj], events: Sequence[Obj]) -> list[TraceStep]:
     """A ReplicaSet's (or ReplicationController's) scale-up as the seed tells it: created,
     scaled, then each of ``pods`` created by the controller-manager, scheduled, started, ready."""
@@ -413,10 +442,11 @@ def replicaset_trace(rs: Obj, pods: Sequence[Obj], events: Sequence[Obj]) -> lis
         evidence.add("created", created, by="apiserver", detail=_creator(rs))
     _scaled(rs, evidence)
     found = list(evidence.found)
+    events_of = _events_by_pod(rs, events)
     for pod in pods:
         name = (pod.get("metadata") or {}).get("name")
         # placed among all of the pod's evidence, then kept where they are (precise)
-        for f in _placed(_pod_found(pod, events, [rs])):
+        for f in _placed(_pod_found(pod, events_of(pod), [rs])):
             if f.step in REPLICA_STEPS:
                 detail = f"{name}: {f.detail}" if f.detail else str(name)
                 found.append(replace(f, step=REPLICA_STEPS[f.step], detail=detail, precise=True))
