@@ -6,9 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from bench.writes_per_pod import WriteKey, measure, render_table
 
 
+@pytest.mark.e2e  # an apiserver, scheduler, controller-manager and kubelet as processes
 async def test_an_rc_of_four_pods_costs_one_create_and_one_binding_each(tmp_path: Path) -> None:
     done, refused, _ = await measure(tmp_path, pods=4, nodes=2)
 
