@@ -242,20 +242,16 @@ async def _param_objects(
     ctx: ApiContext, rt: ResourceType, namespace: str | None, ref: Obj
 ) -> list[Obj]:
     """The objects ``paramRef`` names (``name``, else every one its ``selector`` matches), read
-    from ``rt``'s watch cache as Kubernetes reads them from an informer (the store until the
-    cache is ready): no store read per admitted write."""
-    name = str(ref.get("name") or "")
-    selector = None if name else label_selector_from_dict(ref.get("selector") or {})
+    from ``rt``'s watch cache as Kubernetes reads them from an informer: the store only until
+    the cache is ready, or for a named one the cache does not hold (yet)."""
+    if ref.get("name"):
+        one = await ctx.cached_get(rt, namespace, str(ref["name"]))
+        return [one] if one is not None else []
+    selector = label_selector_from_dict(ref.get("selector") or {})
     cache = ctx.cache(rt)
     if cache is not None and cache.ready.is_set():
-        if name:
-            event = cache.lookup(rt.key(namespace, name))
-            return [event.obj] if event is not None else []
         events, _ = cache.snapshot(Predicate(rt=rt, namespace=namespace, labels=selector))
         return [e.obj for e in events]
-    if selector is None:
-        one = await ctx.storage(rt).get_or_none(namespace, name)
-        return [one] if one is not None else []
     listed = (await ctx.storage(rt).list(namespace)).items
     return [p for p in listed if selector.matches((p.get("metadata") or {}).get("labels") or {})]
 
