@@ -17,6 +17,11 @@ flow). This is ``matchesFlowSchema`` and ``computeFlowDistinguisher`` of
 * non-resource rules: verb, and a URL that equals one listed, or lies under a ``/prefix/*``
   entry, or any with ``*``.
 
+Why not ``rbac.rule_allows``: APF's rules are another shape with other semantics — no
+``resourceNames``, no ``*/<subresource>``, namespaces and ``clusterScope`` in the rule, and
+subjects nested (``user.name``) with ``*`` names — so only the service-account user name is
+shared (``rbac.service_account_user``).
+
 What it does not do: read the objects from storage, or check that a schema's priority level
 exists (``services.apiserver.flowcontrol`` skips schemas whose level is missing, as
 Kubernetes does with dangling ones).
@@ -30,12 +35,12 @@ from typing import Any
 
 from api.flowcontrol import DEFAULT_MATCHING_PRECEDENCE
 from services.apiserver.identity import UserInfo
+from services.apiserver.rbac import service_account_user
 from services.apiserver.request_info import RequestInfo
 
 __all__ = ["Match", "classify", "distinguisher", "matches", "precedence_order"]
 
 Obj = Mapping[str, Any]
-_SERVICE_ACCOUNT_PREFIX = "system:serviceaccount:"
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,11 +79,10 @@ def _subject_matches(subject: Obj, user: UserInfo) -> bool:
         return name == "*" or name in user.groups
     if kind == "ServiceAccount":
         account = subject.get("serviceAccount") or {}
-        namespace, sep, name = user.name.removeprefix(_SERVICE_ACCOUNT_PREFIX).partition(":")
-        if not user.name.startswith(_SERVICE_ACCOUNT_PREFIX) or not sep:
-            return False
-        wanted_name = account.get("name")
-        return account.get("namespace") == namespace and wanted_name in ("*", name)
+        namespace, name = str(account.get("namespace") or ""), str(account.get("name") or "")
+        if name == "*":  # any account of the namespace
+            return user.name.startswith(service_account_user(namespace, ""))
+        return user.name == service_account_user(namespace, name)
     return False
 
 
