@@ -196,15 +196,30 @@ def _list_body(rt: ResourceType, result: ListResult) -> bytes:
     return head + b",".join(encoded) + b"]}\n"
 
 
+def _served(rt: ResourceType, result: ListResult) -> ListResult:
+    """``result`` as ``rt``'s version serves its objects (``served_as``), keeping the cache's
+    JSON of every object that serving leaves as it is."""
+    objects = [served_as(rt, o) for o in result.objects]
+    encoded = None
+    if result.encoded is not None:
+        encoded = [
+            json if served is stored else dumps(served)
+            for served, stored, json in zip(objects, result.objects, result.encoded, strict=True)
+        ]
+    return ListResult(
+        objects=objects,
+        revision=result.revision,
+        continue_token=result.continue_token,
+        encoded=encoded,
+    )
+
+
 async def serve(
     request: web.Request, ctx: ApiContext, rt: ResourceType, opts: ListOptions
 ) -> web.Response:
     result = await list_objects(ctx, rt, opts)
     if rt.custom is not None or rt.conversion is not None:
-        objects = [served_as(rt, o) for o in result.objects]
-        result = ListResult(
-            objects=objects, revision=result.revision, continue_token=result.continue_token
-        )
+        result = _served(rt, result)
     if wants_table(request.headers.get("Accept")):
         table = to_table(
             rt,
