@@ -9,9 +9,10 @@ rules Kubernetes' apiextensions apiserver applies instead (``customresource/stra
   Kubernetes' field causes) after its ObjectMeta is checked, and stored under the storage
   version's ``apiVersion``;
 * every read (GET, LIST, WATCH; ``served_as``) answers the asked version's ``apiVersion``
-  (conversion ``None``; a built-in version with a ``Conversion``, autoscaling/v1, is converted) and fills in its schema's defaults, as Kubernetes defaults objects it
-  decodes from storage: one stored before a default was added gets it. Nothing is copied when
-  nothing changes (a watch then sends the cache's shared frame);
+  (conversion ``None``; a built-in version with a ``Conversion``, autoscaling/v1, is
+  converted) and fills in its schema's defaults, as Kubernetes defaults objects it decodes
+  from storage: one stored before a default was added gets it. Nothing is copied when nothing
+  changes (a watch then sends the cache's shared frame);
 * its ``metadata.generation`` starts at 1 and moves when anything but metadata (and, with a
   status subresource, status) changes; with a status subresource a create drops ``status``;
 * a CRD gets ``singular``/``listKind``/conversion/``Age`` column defaults, Kubernetes'
@@ -30,9 +31,9 @@ object, after the schema's checks — unless those found a value of the wrong ty
 refuses without evaluating them.
 
 Limits: defaults on read come from the schema of the version read (Kubernetes takes those of
-the version the object is stored as; they differ only where versions' defaults differ); a watch
-event that gains a default or another ``apiVersion`` is serialised once per watcher, not once
-per event; unknown fields are pruned when written, not again when read.
+the version the object is stored as; they differ only where versions' defaults differ); a LIST
+or GET walks the schema per object per request (a watch event is served once per version,
+``CacheEvent.served``); unknown fields are pruned when written, not again when read.
 """
 
 from __future__ import annotations
