@@ -8,8 +8,8 @@ the renewals take ``node-high`` seats; without it both draw on the same mutating
 renewal refused with 429 waits its ``Retry-After`` second as client-go does.
 
 Each mode gets its own apiserver process (SQLite store, as ``kubelite up``'s, whose writes wait
-on the disk while holding their seat; secure port; ``--max-requests-inflight
-16 --max-mutating-requests-inflight 8``: 24 seats, so a flood of ``--concurrency`` (32)
+on the disk while holding their seat; secure port; ``LIMITS``, ``--max-requests-inflight
+4 --max-mutating-requests-inflight 2``: 6 seats, so a flood of ``--concurrency`` (32)
 creates in flight is more than the server takes at once). Over TLS with client certificates:
 
 * the flood: ``system:serviceaccount:default:bulk`` creating ConfigMaps, each worker waiting
@@ -48,7 +48,8 @@ from component import pki
 from kubelite.testing import Processes
 
 SCENARIO = "apf-leases"
-LIMITS = ["--max-requests-inflight=4", "--max-mutating-requests-inflight=2"]
+SEATS = {"--max-requests-inflight": 4, "--max-mutating-requests-inflight": 2}
+LIMITS = [f"{flag}={n}" for flag, n in SEATS.items()]
 LEASE = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/node1"
 BULK = "system:serviceaccount:default:bulk"
 MODES = {"APF on": "true", "APF off": "false"}
@@ -208,7 +209,10 @@ async def measure(*, seconds: float, concurrency: int, workdir: Path) -> dict[st
 async def run(ctx: Context) -> list[Figure]:
     """The suite's scenario: both modes in the same round."""
     rounds, seconds = await suite_rounds(ctx, SCENARIO, measure)
-    note = f"32 ConfigMap creates in flight by one service account, 6 seats, {seconds:g} s"
+    note = (
+        f"{CONCURRENCY} ConfigMap creates in flight by one service account, "
+        f"{sum(SEATS.values())} seats, {seconds:g} s"
+    )
     figures = [
         figure(SCENARIO, f"lease renew {q} ms, {mode}", unit="ms",
                samples=rounds[f"lease renew {q} ms, {mode}"], note=note)
