@@ -151,6 +151,7 @@ async def test_dropped_repeats_still_count_in_the_events_next_write(
     assert event["count"] == 5, "1 written + 3 dropped + 1 written, as client-go counts"
 
 
+@pytest.mark.kubectl
 async def test_kubectl_describe_shows_the_combined_event_with_its_count(
     server: TestServer, client: ApiClient, recorder: EventRecorder, clock: Clock, tmp_path: Path
 ) -> None:
