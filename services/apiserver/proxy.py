@@ -77,7 +77,7 @@ from services.apiserver.raw_upgrade import RawUpgrade
 from services.apiserver.service_proxy import setup_service_proxy
 from services.apiserver.webhooks import Attributes
 
-__all__ = ["kubelet_ssl_context", "kubelet_url", "setup_proxy"]
+__all__ = ["KUBELET_SESSION", "kubelet_ssl_context", "kubelet_url", "setup_proxy"]
 
 log = logging.getLogger(__name__)
 
@@ -99,9 +99,11 @@ SPDY_TUNNEL_PROTOCOL = f"{SPDY}+{PORT_FORWARD_PROTOCOL}"
 """kubectl 1.31+'s WebSocket subprotocol for SPDY carried in binary messages; also what the
 kubelet is asked for when a client upgrades to plain SPDY."""
 
-_SESSION: web.AppKey[aiohttp.ClientSession] = web.AppKey(
+KUBELET_SESSION: web.AppKey[aiohttp.ClientSession] = web.AppKey(
     "kubelet_proxy_session", aiohttp.ClientSession
 )
+"""The apiserver's one client session to the kubelets (``kubelet_ssl_context``), set up by
+``setup_proxy``; ``resource_metrics`` scrapes the kubelets through it too."""
 
 
 def kubelet_ssl_context(options: ServerOptions) -> ssl.SSLContext | None:
@@ -128,7 +130,7 @@ async def _session_lifetime(app: web.Application) -> AsyncIterator[None]:
         connector=aiohttp.TCPConnector(limit=0, ssl=context if context is not None else True),
         timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
     )
-    app[_SESSION] = session
+    app[KUBELET_SESSION] = session
     yield
     await session.close()
 
@@ -227,7 +229,7 @@ async def _pod_log(request: web.Request) -> web.StreamResponse:
         return web.Response(body=b"", content_type="text/plain")
     params = [(k, v) for k, v in request.query.items() if k in LOG_PARAMS]
     url = base.with_path(_kubelet_path("containerLogs", namespace, name, container), encoded=True)
-    session = request.app[_SESSION]
+    session = request.app[KUBELET_SESSION]
     try:
         upstream = await session.get(url, params=params)
     except aiohttp.ClientError as exc:
@@ -315,7 +317,7 @@ async def _relay_websocket(
         p.strip() for p in request.headers.get("Sec-WebSocket-Protocol", "").split(",") if p.strip()
     ]
     try:
-        upstream = await request.app[_SESSION].ws_connect(
+        upstream = await request.app[KUBELET_SESSION].ws_connect(
             url, params=params, protocols=offered, autoping=True, max_msg_size=0
         )
     except aiohttp.WSServerHandshakeError as exc:
@@ -395,7 +397,7 @@ async def _tunnel_spdy(request: web.Request, url: URL, *, label: str) -> web.Str
             f"server supports [{PORT_FORWARD_PROTOCOL}]"
         )
     try:
-        upstream = await request.app[_SESSION].ws_connect(
+        upstream = await request.app[KUBELET_SESSION].ws_connect(
             url, protocols=[SPDY_TUNNEL_PROTOCOL], autoping=True, max_msg_size=0
         )
     except aiohttp.WSServerHandshakeError as exc:

@@ -5,8 +5,8 @@ Why: ``kubectl top nodes|pods`` and the HorizontalPodAutoscaler read resource me
 API server that scrapes every kubelet; kubelite's apiserver does metrics-server's job itself,
 so the group works with no extra component. It reaches the kubelets exactly as ``logs`` and
 ``exec`` do (``proxy.kubelet_url``: the node's preferred address and advertised port; the
-same client certificate and CA, ``proxy.kubelet_ssl_context``) and reads their
-``/stats/summary`` (``services/kubelet/stats.py``).
+same client session, ``proxy.KUBELET_SESSION``, so the same client certificate and CA) and
+reads their ``/stats/summary`` (``services/kubelet/stats.py``).
 
 Served (get and list only; ``labelSelector`` and ``fieldSelector`` as for nodes and pods):
 
@@ -34,7 +34,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 import aiohttp
@@ -46,7 +46,7 @@ from api.resource_metrics import NodeMetrics, PodMetrics
 from services.apiserver.codec import json_response
 from services.apiserver.context import CONTEXT, ApiContext
 from services.apiserver.predicate import Predicate
-from services.apiserver.proxy import kubelet_ssl_context, kubelet_url
+from services.apiserver.proxy import KUBELET_SESSION, kubelet_url
 
 __all__ = ["GROUP", "SCRAPE_TIMEOUT", "SUMMARY_TTL", "serve_resource_metrics"]
 
@@ -91,11 +91,11 @@ _SCRAPER: web.AppKey[Scraper] = web.AppKey("resource_metrics_scraper")
 
 
 class Scraper:
-    """Fetches and briefly keeps each node's ``/stats/summary``."""
+    """Fetches and briefly keeps each node's ``/stats/summary``; reads ``app``'s options and
+    its kubelet session (``setup_proxy``'s) when it scrapes."""
 
-    def __init__(self, ctx: ApiContext, session: aiohttp.ClientSession) -> None:
-        self.ctx = ctx
-        self.session = session
+    def __init__(self, app: web.Application) -> None:
+        self.app = app
         self._kept: dict[str, tuple[float, Obj]] = {}
         self._inflight: dict[str, asyncio.Task[Obj | None]] = {}
         self._gate = asyncio.Semaphore(MAX_SCRAPES)
@@ -120,7 +120,7 @@ class Scraper:
 
     async def _scrape(self, node: Obj) -> Obj | None:
         name = str(node["metadata"]["name"])
-        options = self.ctx.options
+        options = self.app[CONTEXT].options
         try:
             base = kubelet_url(
                 node,
@@ -129,7 +129,7 @@ class Scraper:
             )
             url = base.with_path("/stats/summary").with_query(node=name)
             async with self._gate:
-                async with self.session.get(
+                async with self.app[KUBELET_SESSION].get(
                     url, timeout=aiohttp.ClientTimeout(total=SCRAPE_TIMEOUT)
                 ) as response:
                     response.raise_for_status()
@@ -275,22 +275,13 @@ async def _pods(request: web.Request) -> web.Response:
     return json_response(items[0])
 
 
-async def _session_lifetime(app: web.Application) -> AsyncIterator[None]:
-    context = kubelet_ssl_context(app[CONTEXT].options)
-    session = aiohttp.ClientSession(
-        connector=aiohttp.TCPConnector(limit=0, ssl=context if context is not None else True)
-    )
-    app[_SCRAPER] = Scraper(app[CONTEXT], session)
-    yield
-    await session.close()
-
-
 def serve_resource_metrics(app: web.Application, registry: Registry) -> None:
     """Add NodeMetrics and PodMetrics to this apiserver's ``registry`` (for discovery) and
-    their routes to ``app``; call before ``setup_discovery`` and ``setup_rest``."""
+    their routes to ``app``; call before ``setup_discovery`` and ``setup_rest``, with
+    ``setup_proxy`` (whose kubelet session the scrapes use)."""
     registry.register(NODE_METRICS)
     registry.register(POD_METRICS)
-    app.cleanup_ctx.append(_session_lifetime)
+    app[_SCRAPER] = Scraper(app)
     base = f"/apis/{GROUP}/{VERSION}"
     app.router.add_get(base + "/nodes", _nodes)
     app.router.add_get(base + "/nodes/{name}", _nodes)
