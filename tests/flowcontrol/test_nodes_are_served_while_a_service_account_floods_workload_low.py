@@ -58,7 +58,7 @@ async def _set_up(cluster: Cluster) -> None:
         written = await cluster.admin("POST", path, obj)
         await cluster.cache_holds(written)
     queuing = {"queues": 1, "handSize": 1, "queueLengthLimit": 2}
-    await cluster.admin(
+    narrowed = await cluster.admin(
         "PATCH",
         f"{LEVELS}/workload-low",
         {
@@ -66,17 +66,11 @@ async def _set_up(cluster: Cluster) -> None:
             "spec": {"limited": {"limitResponse": {"queuing": queuing}}},
         },
     )
-
-    async def narrowed() -> bool:
-        cluster.control.refresh()
-        queues = cluster.control.levels["workload-low"].queues
-        return (
-            queues is not None
-            and queues.queuing is not None
-            and (queues.queuing.queue_length_limit == 2)
-        )
-
-    await apoll_until(narrowed, what="workload-low narrowed to one queue of two")
+    await cluster.cache_holds(narrowed)
+    cluster.control.refresh()
+    queues = cluster.control.levels["workload-low"].queues
+    assert queues is not None and queues.queuing is not None
+    assert queues.queuing.queue_length_limit == 2
 
 
 async def test_node_heartbeats_pass_a_service_account_flood(start_cluster: Any) -> None:
