@@ -13,11 +13,14 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import pytest
 from kubernetes import client, watch
 
 from kubelite.testing import ComponentProcess
 from kubelite.testing.waiting import poll_until
 from tests.factories import crd, widget
+
+pytestmark = pytest.mark.e2e
 
 Obj = dict[str, Any]
 

@@ -17,6 +17,8 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from kubelite.testing import ComponentProcess
 from tests import factories
 
+pytestmark = pytest.mark.e2e
+
 NS = "default"
 GROUP = "asyncio.example.com"
 APPLY = "application/apply-patch+yaml"

@@ -21,6 +21,8 @@ from lightkube.types import PatchType
 from kubelite.testing import ComponentProcess
 from tests import factories
 
+pytestmark = pytest.mark.e2e
+
 NS = "default"
 GROUP = "lightkube.example.com"
 Widget = create_namespaced_resource(GROUP, "v1", "Widget", "widgets")
