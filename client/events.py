@@ -20,9 +20,9 @@ Event every second. So, like client-go's ``record`` package:
     ``message`` move (a merge patch), which ``kubectl describe`` shows as "(x5 over 2m)".
     Repeats that arrive while one is still queued are folded into it before anything is sent;
   - *spam is dropped*: each source may record ``SPAM_BURST`` (25) events about one object, then
-    one more per ``1 / SPAM_QPS`` seconds (5 minutes), a token bucket per object; an event over
-    it is not written, though it still counts toward the next write of its Event (client-go
-    counts it the same way);
+    one more per ``1 / SPAM_QPS`` seconds (5 minutes), a ``client.ratelimit.TokenBucket`` per
+    object on the recorder's clock; an event over it is not written, though it still counts
+    toward the next write of its Event (client-go counts it the same way);
 * the Event lives in the object's namespace (``default`` for cluster-scoped objects such as
   nodes, as Kubernetes does), named ``<object name>.<hex nanoseconds>``, with
   ``involvedObject``, ``source`` {component, host}, ``reportingComponent``/``Instance``,
@@ -61,6 +61,7 @@ from api.errors import NotFound, StatusError
 from api.meta import format_micro_time, format_time
 from api.registry import REGISTRY, ResourceType
 from client.backoff import Backoff, BackoffPolicy
+from client.ratelimit import TokenBucket
 from client.rest import ApiClient
 
 __all__ = [
@@ -120,22 +121,6 @@ class _Similar:
     last: float
 
 
-@dataclass(slots=True)
-class _Bucket:
-    """A token bucket: ``burst`` tokens, refilled at ``qps`` per second of the clock."""
-
-    tokens: float
-    at: float
-
-    def take(self, now: float) -> bool:
-        self.tokens = min(float(SPAM_BURST), self.tokens + max(0.0, now - self.at) * SPAM_QPS)
-        self.at = now
-        if self.tokens < 1.0:
-            return False
-        self.tokens -= 1.0
-        return True
-
-
 _K = TypeVar("_K")
 _V = TypeVar("_V")
 
@@ -176,7 +161,7 @@ class EventRecorder:
         self._pending: OrderedDict[_Key, _Pending] = OrderedDict()
         self._sent: OrderedDict[_Key, _Sent] = OrderedDict()
         self._similar: OrderedDict[_Key, _Similar] = OrderedDict()
-        self._buckets: OrderedDict[_Key, _Bucket] = OrderedDict()
+        self._buckets: OrderedDict[_Key, TokenBucket] = OrderedDict()
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
@@ -218,7 +203,7 @@ class EventRecorder:
         )
         seconds = self.clock()
         key, message = self._combine((*about, type_, reason), message, seconds)
-        allowed = self._allowance(about, seconds)
+        allowed = self._allowance(about)
         at = datetime.fromtimestamp(seconds, UTC)
         now = format_time(at)
         pending = self._pending.get(key)
@@ -259,12 +244,14 @@ class EventRecorder:
         similar.messages.pop()  # the set never grows past the threshold
         return ("combined", *group), COMBINED_PREFIX + message
 
-    def _allowance(self, about: _Key, now: float) -> bool:
+    def _allowance(self, about: _Key) -> bool:
         """Whether this source may still record an event about the object (a token is
         taken for every event, written or folded, as client-go's spam filter does)."""
-        bucket = self._buckets.get(about) or _Bucket(float(SPAM_BURST), now)
+        bucket = self._buckets.get(about)
+        if bucket is None:
+            bucket = TokenBucket(qps=SPAM_QPS, burst=SPAM_BURST, clock=self.clock)
         _remember(self._buckets, about, bucket, self.cache_size)
-        return bucket.take(now)
+        return bucket.try_acquire()
 
     # -- writing --------------------------------------------------------------------------
 
