@@ -12,7 +12,6 @@ from typing import Any
 
 import aiohttp
 
-from kubelite.testing.waiting import apoll_until
 from services.apiserver.flowcontrol import FLOW_SCHEMA_UID_HEADER, PRIORITY_LEVEL_UID_HEADER
 from tests.flowcontrol.conftest import Cluster
 
@@ -46,18 +45,28 @@ async def _as_alice(cluster: Cluster) -> tuple[str, str]:
     return answer.headers[FLOW_SCHEMA_UID_HEADER], answer.headers[PRIORITY_LEVEL_UID_HEADER]
 
 
-async def _deletions(events: aiohttp.ClientResponse, names: set[str]) -> None:
-    """Read watch events until ``names`` have all been DELETED."""
-    pending, buffer = set(names), b""
-    while pending:
+def _dangling(obj: Obj) -> bool:
+    conditions = (obj.get("status") or {}).get("conditions") or []
+    wanted = {"type": "Dangling", "status": "True", "reason": "NotFound"}.items()
+    return any(wanted <= c.items() for c in conditions)
+
+
+async def _until_seen(events: aiohttp.ClientResponse, *, deleted: set[str], dangling: str) -> None:
+    """Read watch events until ``deleted`` have all been DELETED and ``dangling`` has been
+    written with its ``Dangling`` condition."""
+    pending, marked, buffer = set(deleted), False, b""
+    while pending or not marked:
         chunk = await events.content.readany()
-        assert chunk, f"the watch ended before {pending} were deleted"
+        assert chunk, f"the watch ended before {pending} were deleted ({marked=})"
         buffer += chunk
         *lines, buffer = buffer.split(b"\n")
         for line in lines:
             event = json.loads(line)
+            name = event["object"]["metadata"]["name"]
             if event["type"] == "DELETED":
-                pending.discard(event["object"]["metadata"]["name"])
+                pending.discard(name)
+            elif name == dangling and _dangling(event["object"]):
+                marked = True
 
 
 async def _uid(cluster: Cluster, plural: str, name: str) -> str:
@@ -97,14 +106,7 @@ async def test_written_schemas_take_effect_and_dangling_ones_are_skipped(
     async with cluster.session.get(f"{cluster.plain}{API}/flowschemas", params=watch) as events:
         for name in ("alice", "alice-first"):
             await cluster.admin("DELETE", f"{API}/flowschemas/{name}")
-        await _deletions(events, {"alice", "alice-first"})  # the cache has applied them
+        # the cache has applied the deletions; the orphan was marked after its creation
+        await _until_seen(events, deleted={"alice", "alice-first"}, dangling="alice-orphan")
     assert await _as_alice(cluster) == (default, levels["global-default"])
-
-    async def dangling() -> bool:
-        marked = await cluster.admin("GET", f"{API}/flowschemas/alice-orphan")
-        conditions = (marked.get("status") or {}).get("conditions") or []
-        return {"type": "Dangling", "status": "True", "reason": "NotFound"}.items() <= (
-            conditions[0].items() if conditions else set()
-        )
-
-    await apoll_until(dangling, what="the orphan schema marked Dangling")
+    assert _dangling(await cluster.admin("GET", f"{API}/flowschemas/alice-orphan"))
