@@ -34,6 +34,7 @@ __all__ = [
     "Scale",
     "ScaleSpec",
     "ScaleStatus",
+    "cpu_utilization_metric",
     "default_horizontal_pod_autoscaler",
     "scale_down_rules",
     "scale_up_rules",
@@ -141,6 +142,17 @@ DEFAULT_CPU_UTILIZATION = 80
 """Kubernetes' target when an autoscaler names no metric (``autoscaling.DefaultCPUUtilization``)."""
 
 
+def cpu_utilization_metric(percent: int) -> dict[str, Any]:
+    """A v2 MetricSpec holding the pods' CPU at ``percent`` of their requests."""
+    return {
+        "type": "Resource",
+        "resource": {
+            "name": "cpu",
+            "target": {"type": "Utilization", "averageUtilization": percent},
+        },
+    }
+
+
 def scale_up_rules(given: dict[str, Any] | None) -> dict[str, Any]:
     """``given`` with Kubernetes' scale-up defaults where it says nothing."""
     rules = dict(given or {})
@@ -171,18 +183,7 @@ def default_horizontal_pod_autoscaler(obj: dict[str, Any]) -> None:
         return
     spec.setdefault("minReplicas", 1)
     if not spec.get("metrics"):
-        spec["metrics"] = [
-            {
-                "type": "Resource",
-                "resource": {
-                    "name": "cpu",
-                    "target": {
-                        "type": "Utilization",
-                        "averageUtilization": DEFAULT_CPU_UTILIZATION,
-                    },
-                },
-            }
-        ]
+        spec["metrics"] = [cpu_utilization_metric(DEFAULT_CPU_UTILIZATION)]
     behavior = spec.get("behavior")
     if isinstance(behavior, dict):
         behavior["scaleUp"] = scale_up_rules(behavior.get("scaleUp"))

@@ -28,7 +28,11 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from api.autoscaling import CrossVersionObjectReference
+from api.autoscaling import (
+    DEFAULT_CPU_UTILIZATION,
+    CrossVersionObjectReference,
+    cpu_utilization_metric,
+)
 from api.meta import KubeModel, ObjectMeta
 
 __all__ = [
@@ -45,9 +49,6 @@ METRICS_ANNOTATION = "autoscaling.alpha.kubernetes.io/metrics"
 CURRENT_METRICS_ANNOTATION = "autoscaling.alpha.kubernetes.io/current-metrics"
 CONDITIONS_ANNOTATION = "autoscaling.alpha.kubernetes.io/conditions"
 BEHAVIOR_ANNOTATION = "autoscaling.alpha.kubernetes.io/behavior"
-
-_DEFAULT_CPU_UTILIZATION = 80
-"""v2's target when a v1 object names no metric (``autoscaling.DefaultCPUUtilization``)."""
 
 Obj = dict[str, Any]
 
@@ -328,28 +329,9 @@ def v2_from_v1(obj: Obj) -> Obj:
     ]
     cpu = spec.get("targetCPUUtilizationPercentage")
     if cpu is not None:
-        metrics.append(
-            {
-                "type": "Resource",
-                "resource": {
-                    "name": "cpu",
-                    "target": {"type": "Utilization", "averageUtilization": cpu},
-                },
-            }
-        )
+        metrics.append(cpu_utilization_metric(cpu))
     if not metrics:
-        metrics = [
-            {
-                "type": "Resource",
-                "resource": {
-                    "name": "cpu",
-                    "target": {
-                        "type": "Utilization",
-                        "averageUtilization": _DEFAULT_CPU_UTILIZATION,
-                    },
-                },
-            }
-        ]
+        metrics = [cpu_utilization_metric(DEFAULT_CPU_UTILIZATION)]
     v2_spec["metrics"] = metrics
     behavior = annotations.pop(BEHAVIOR_ANNOTATION, None)
     if isinstance(behavior, str):
