@@ -17,7 +17,7 @@ import io
 import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiohttp
 import pytest
@@ -219,16 +219,42 @@ async def api(request: pytest.FixtureRequest, make_api: MakeApi) -> Api:
 
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
+T = TypeVar("T")
 
-async def established(api: Api, definition: Obj) -> Obj:
-    """Create the CRD ``definition`` and await (by watching it) its ``Established=True``."""
+
+async def _created_until(api: Api, definition: Obj, found: Callable[[Obj], T | None]) -> T:
+    """Create the CRD ``definition``, watch it and return the first ``found(crd)`` not None."""
     created = await api.ok("POST", CRDS, definition)
     name = created["metadata"]["name"]
     async with api.watch(CRDS, fieldSelector=f"metadata.name={name}") as resp:
         events = EventReader(resp)
         while True:
             event = await events.next()
-            assert event is not None, "the CRD watch ended before Established"
-            conditions = (event["object"].get("status") or {}).get("conditions") or []
-            if any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
-                return dict(event["object"])
+            assert event is not None, f"the watch of CRD {name} ended first"
+            result = found(event["object"])
+            if result is not None:
+                return result
+
+
+def _conditions(crd: Obj) -> list[Obj]:
+    return list((crd.get("status") or {}).get("conditions") or [])
+
+
+async def established(api: Api, definition: Obj) -> Obj:
+    """Create the CRD ``definition`` and await (by watching it) its ``Established=True``."""
+
+    def ready(crd: Obj) -> Obj | None:
+        done = any(c["type"] == "Established" and c["status"] == "True" for c in _conditions(crd))
+        return dict(crd) if done else None
+
+    return await _created_until(api, definition, ready)
+
+
+async def crd_condition(api: Api, definition: Obj, condition: str) -> Obj:
+    """Create the CRD ``definition`` and await (by watching it) its first ``condition`` (say
+    ``NamesAccepted``), whatever its status; that condition."""
+    return await _created_until(
+        api,
+        definition,
+        lambda crd: next((c for c in _conditions(crd) if c["type"] == condition), None),
+    )

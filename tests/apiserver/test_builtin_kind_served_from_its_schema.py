@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.apiserver.conftest import CRDS, Api, EventReader, established
+from tests.apiserver.conftest import Api, EventReader, crd_condition, established
 from tests.factories import crd, priority_class
 
 Obj = dict[str, Any]
@@ -113,21 +113,12 @@ async def test_watch_sees_updates_and_generation_stays_one(api: Api) -> None:
 
 async def test_a_crd_cannot_take_its_names(api: Api) -> None:
     definition = crd("priorityclasses", group="scheduling.k8s.io", kind="PriorityClass")
-    created = await api.ok("POST", CRDS, definition)
-    name = created["metadata"]["name"]
-    async with api.watch(CRDS, fieldSelector=f"metadata.name={name}") as resp:
-        events = EventReader(resp)
-        while True:
-            event = await events.next()
-            assert event is not None, "the CRD watch ended before NamesAccepted"
-            conditions = {
-                c["type"]: c for c in (event["object"].get("status") or {}).get("conditions") or []
-            }
-            if "NamesAccepted" in conditions:
-                break
-    assert conditions["NamesAccepted"]["status"] == "False"
-    assert conditions["NamesAccepted"]["reason"] == "PluralConflict"
-    assert conditions["NamesAccepted"]["message"] == '"priorityclasses" is already in use'
+    accepted = await crd_condition(api, definition, "NamesAccepted")
+    assert (accepted["status"], accepted["reason"], accepted["message"]) == (
+        "False",
+        "PluralConflict",
+        '"priorityclasses" is already in use',
+    )
     listed = await api.ok("GET", CLASSES)
     assert {"system-node-critical", "system-cluster-critical"} <= {
         item["metadata"]["name"] for item in listed["items"]
