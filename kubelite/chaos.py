@@ -91,6 +91,9 @@ class Chaos:
                     self.supervision.say("chaos: nothing may be killed right now; next try later")
                     continue
                 self._kill(self.random.choice(victims))
+        except Exception as exc:  # a bug here must not stop the kills unnoticed
+            self.supervision.say(f"chaos: stopped by {exc!r}; no more kills")
+            raise
         finally:
             for task in self._returns:
                 task.cancel()

@@ -68,3 +68,20 @@ async def test_a_single_member_and_a_restarting_child_are_never_killed(
     kubelet = running("node1", "kubelet", sleepers[2])
     kubelet.ready.clear()  # started again, its ready line not printed yet
     assert names(chaos_over(member, scheduler, kubelet)) == ["scheduler"]
+
+
+@pytest.mark.looptime
+async def test_a_failing_pick_is_said_not_swallowed(
+    sleepers: list[asyncio.subprocess.Process], capsys: pytest.CaptureFixture[str]
+) -> None:
+    chaos = chaos_over(running("scheduler", "scheduler", sleepers[0]))
+
+    def broken() -> list[Child]:
+        raise RuntimeError("no candidates today")
+
+    chaos.candidates = broken  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError):
+        await chaos.run()  # its first pick comes one interval (virtual time) in
+    assert "chaos: stopped by RuntimeError('no candidates today'); no more kills" in (
+        capsys.readouterr().out
+    )
