@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -117,6 +117,19 @@ class Cluster:
         cache = ctx.cache(ctx.registry.require(group, obj["kind"]))
         assert cache is not None
         await cache.wait_until(int(obj["metadata"]["resourceVersion"]))
+
+    async def watch_until(self, path: str, *, since: str, done: Callable[[Obj], bool]) -> None:
+        """Read the admin's watch of ``path`` from revision ``since`` until ``done(event)``
+        has held for one event (a watch from a revision misses no later write)."""
+        params = {"watch": "1", "resourceVersion": since}
+        async with self.session.get(self.plain + path, params=params) as events:
+            buffer = b""
+            while True:
+                chunk = await events.content.readany()
+                assert chunk, f"the watch of {path} ended first"
+                *lines, buffer = (buffer + chunk).split(b"\n")
+                if any(done(json.loads(line)) for line in lines):
+                    return
 
     async def admin(self, method: str, path: str, body: Any = None) -> Obj:
         answer = await self.call(method, path, body)

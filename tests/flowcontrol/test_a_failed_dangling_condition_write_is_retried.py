@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubelite.testing.waiting import apoll_until
 from services.apiserver.app import BACKGROUND
 from store import open_store
 from store.base import KeyValue, Store, StoreError
@@ -45,13 +44,15 @@ async def test_the_orphan_is_marked_after_a_failed_write(start_cluster: Any) -> 
         "metadata": {"name": "orphan"},
         "spec": {"priorityLevelConfiguration": {"name": "nowhere"}},
     }
-    await cluster.admin("POST", SCHEMAS, orphan)
+    created = await cluster.admin("POST", SCHEMAS, orphan)
 
-    async def dangling() -> bool:
-        marked = await cluster.admin("GET", f"{SCHEMAS}/orphan")
-        conditions = (marked.get("status") or {}).get("conditions") or []
-        return any(c.get("type") == "Dangling" and c.get("status") == "True" for c in conditions)
+    def dangling(event: dict[str, Any]) -> bool:
+        obj = event["object"]
+        conditions = (obj.get("status") or {}).get("conditions") or []
+        return obj["metadata"]["name"] == "orphan" and any(
+            c.get("type") == "Dangling" and c.get("status") == "True" for c in conditions
+        )
 
-    await apoll_until(dangling, what="the orphan schema marked Dangling after a retry")
+    await cluster.watch_until(SCHEMAS, since=created["metadata"]["resourceVersion"], done=dangling)
     assert store.failed
     assert [t.get_name() for t in cluster.app[BACKGROUND].tasks if t.done()] == []

@@ -7,10 +7,7 @@ skips dangling schemas) and marked ``Dangling``.
 
 from __future__ import annotations
 
-import json
 from typing import Any
-
-import aiohttp
 
 from services.apiserver.flowcontrol import FLOW_SCHEMA_UID_HEADER, PRIORITY_LEVEL_UID_HEADER
 from tests.flowcontrol.conftest import Cluster
@@ -51,24 +48,6 @@ def _dangling(obj: Obj) -> bool:
     return any(wanted <= c.items() for c in conditions)
 
 
-async def _until_seen(events: aiohttp.ClientResponse, *, deleted: set[str], dangling: str) -> None:
-    """Read watch events until ``deleted`` have all been DELETED and ``dangling`` has been
-    written with its ``Dangling`` condition."""
-    pending, marked, buffer = set(deleted), False, b""
-    while pending or not marked:
-        chunk = await events.content.readany()
-        assert chunk, f"the watch ended before {pending} were deleted ({marked=})"
-        buffer += chunk
-        *lines, buffer = buffer.split(b"\n")
-        for line in lines:
-            event = json.loads(line)
-            name = event["object"]["metadata"]["name"]
-            if event["type"] == "DELETED":
-                pending.discard(name)
-            elif name == dangling and _dangling(event["object"]):
-                marked = True
-
-
 async def _uid(cluster: Cluster, plural: str, name: str) -> str:
     uid: str = (await cluster.admin("GET", f"{API}/{plural}/{name}"))["metadata"]["uid"]
     return uid
@@ -101,12 +80,20 @@ async def test_written_schemas_take_effect_and_dangling_ones_are_skipped(
     await cluster.cache_holds(orphan)
     assert await _as_alice(cluster) == (first["metadata"]["uid"], levels["leader-election"])
 
+    for name in ("alice", "alice-first"):
+        await cluster.admin("DELETE", f"{API}/flowschemas/{name}")
+    pending, marked = {"alice", "alice-first"}, set()
+
+    def seen(event: Obj) -> bool:
+        """Both deletions applied by the cache, and the orphan marked (after its creation)."""
+        name = event["object"]["metadata"]["name"]
+        if event["type"] == "DELETED":
+            pending.discard(name)
+        elif name == "alice-orphan" and _dangling(event["object"]):
+            marked.add(name)
+        return not pending and bool(marked)
+
     since = orphan["metadata"]["resourceVersion"]
-    watch = {"watch": "1", "resourceVersion": since}
-    async with cluster.session.get(f"{cluster.plain}{API}/flowschemas", params=watch) as events:
-        for name in ("alice", "alice-first"):
-            await cluster.admin("DELETE", f"{API}/flowschemas/{name}")
-        # the cache has applied the deletions; the orphan was marked after its creation
-        await _until_seen(events, deleted={"alice", "alice-first"}, dangling="alice-orphan")
+    await cluster.watch_until(f"{API}/flowschemas", since=since, done=seen)
     assert await _as_alice(cluster) == (default, levels["global-default"])
     assert _dangling(await cluster.admin("GET", f"{API}/flowschemas/alice-orphan"))
