@@ -76,11 +76,20 @@ class ExpressionFailed(Exception):
 
 
 @functools.lru_cache(maxsize=1024)
-def _program(expression: str) -> celpy.Runner:
+def _compiled(expression: str) -> celpy.Runner | str:
+    """The program of ``expression``, or why it does not compile: a failure is kept too, so a
+    stored expression that does not parse is not parsed again by every request."""
     try:
         return _ENVIRONMENT.program(_ENVIRONMENT.compile(expression), functions=FUNCTIONS)
     except CELParseError as exc:
-        raise ExpressionFailed(_compile_failure(expression, exc)) from exc
+        return _compile_failure(expression, exc)
+
+
+def _program(expression: str) -> celpy.Runner:
+    compiled = _compiled(expression)
+    if isinstance(compiled, str):
+        raise ExpressionFailed(compiled)
+    return compiled
 
 
 def _compile_failure(expression: str, exc: CELParseError) -> str:
