@@ -122,10 +122,12 @@ async def test_a_full_queue_refuses_and_a_reject_level_refuses_at_once(
     assert refused.value.reason == CONCURRENCY_LIMIT
 
 
+@pytest.mark.looptime
 async def test_a_request_waiting_past_the_wait_limit_leaves_its_queue(
     finished: list[Requests],
 ) -> None:
-    queues = QueueSet(seats=1, queuing=queuing(), wait_limit=0.01)
+    loop = asyncio.get_running_loop()
+    queues = QueueSet(seats=1, queuing=queuing(), wait_limit=15.0)
     requests = Requests(queues)
     finished.append(requests)
     await requests.arrive("holder", "f")
@@ -133,6 +135,7 @@ async def test_a_request_waiting_past_the_wait_limit_leaves_its_queue(
         async with queues.seat(("f", "")):
             pass
     assert refused.value.reason == TIME_OUT
+    assert loop.time() == pytest.approx(15.0)  # virtual: refused at the limit, not before
     assert queues.waiting == 0
 
 
