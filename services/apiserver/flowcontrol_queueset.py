@@ -33,7 +33,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -114,8 +113,10 @@ class QueueSet:
         seats: int,
         queuing: Queuing | None,
         wait_limit: float = 15.0,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] | None = None,
     ) -> None:
+        """``clock`` times the waits reported; by default the event loop's (monotonic) clock,
+        the one ``wait_limit`` is enforced on, so virtual time moves both."""
         self.seats = seats
         self.queuing = queuing
         self.wait_limit = wait_limit
@@ -124,6 +125,9 @@ class QueueSet:
         self.waiting = 0
         self._virtual_time = 0.0
         self._queues = [_Queue() for _ in range(queuing.queues if queuing else 1)]
+
+    def _now(self) -> float:
+        return self.clock() if self.clock is not None else asyncio.get_running_loop().time()
 
     def configure(self, *, seats: int, queuing: Queuing | None) -> None:
         """Take a new configuration; waiting requests are re-dealt into the new queues."""
@@ -188,7 +192,7 @@ class QueueSet:
             queue = self._choose(flow)
             if len(queue.waiting) >= self.queuing.queue_length_limit:
                 raise Rejected(QUEUE_FULL)
-            arrived = self.clock()
+            arrived = self._now()
             waiter = _Waiter(flow, 0.0, asyncio.get_running_loop().create_future())
             self._enqueue(waiter, queue)
             self._dispatch()
@@ -204,7 +208,7 @@ class QueueSet:
                     raise
             waiter.ready.result()  # Rejected when a new configuration stopped queuing
             queue = waiter.queue or queue
-            waited = self.clock() - arrived
+            waited = self._now() - arrived
         try:
             yield waited
         finally:

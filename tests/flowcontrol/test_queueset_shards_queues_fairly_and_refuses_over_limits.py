@@ -33,6 +33,7 @@ class Requests:
     def __init__(self, queues: QueueSet) -> None:
         self.queues = queues
         self.order: list[str] = []
+        self.waited: dict[str, float] = {}
         self._done: dict[str, asyncio.Event] = {}
         self._started = asyncio.Condition()
         self.tasks: dict[str, asyncio.Task[None]] = {}
@@ -46,7 +47,8 @@ class Requests:
 
     async def _run(self, name: str, flow: tuple[str, str], arrived: asyncio.Event) -> None:
         arrived.set()  # the seat is asked for in this same step, before any suspension
-        async with self.queues.seat(flow):
+        async with self.queues.seat(flow) as waited:
+            self.waited[name] = waited
             async with self._started:
                 self.order.append(name)
                 self._started.notify_all()
@@ -137,6 +139,12 @@ async def test_a_request_waiting_past_the_wait_limit_leaves_its_queue(
     assert refused.value.reason == TIME_OUT
     assert loop.time() == pytest.approx(15.0)  # virtual: refused at the limit, not before
     assert queues.waiting == 0
+
+    await requests.arrive("patient", "f")
+    await asyncio.sleep(3)
+    requests.finish("holder")
+    assert await requests.started(2) == ["holder", "patient"]
+    assert requests.waited == {"holder": 0.0, "patient": pytest.approx(3.0)}
 
 
 async def test_more_seats_dispatch_the_waiting_and_a_seat_is_given_back_on_finish(
