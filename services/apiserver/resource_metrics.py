@@ -250,12 +250,12 @@ async def _pods(request: web.Request) -> web.Response:
         for p in _objects(ctx, "pods", predicate)
         if (p.get("spec") or {}).get("nodeName") and (name is None or p["metadata"]["name"] == name)
     ]
-    node_names = {p["spec"]["nodeName"] for p in pods}
-    nodes = [
-        n
-        for n in _objects(ctx, "nodes", Predicate(rt=ctx.resource("", "nodes")))
-        if n["metadata"]["name"] in node_names
+    nodes_rt = ctx.resource("", "nodes")
+    found = [
+        await ctx.cached_get(nodes_rt, None, node)
+        for node in sorted({p["spec"]["nodeName"] for p in pods})
     ]
+    nodes = [n for n in found if n is not None]
     summaries = await request.app[_SCRAPER].summaries(nodes)
     by_uid = {
         (stats.get("podRef") or {}).get("uid"): stats
