@@ -48,6 +48,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from api.meta import format_time, parse_time
 from api.quantity import parse_quantity
 from services.kubelet.runtime.base import ContainerRecord
 
@@ -168,7 +169,7 @@ class UsageSampler:
 
 
 def _timestamp(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_time(datetime.fromtimestamp(seconds, UTC))
 
 
 def _cpu(nanocores: int, core_nanoseconds: int, at: str) -> Obj:
@@ -292,7 +293,7 @@ def _figure(stats: Obj, figure: str) -> tuple[float, str]:
     """(value, the time it was measured) of one Summary entry."""
     if figure == "start":
         at = str(stats.get("startTime") or "")
-        return datetime.fromisoformat(at.replace("Z", "+00:00")).timestamp(), at
+        return parse_time(at).timestamp(), at
     if figure == "cpu":
         cpu = stats.get("cpu") or {}
         return int(cpu.get("usageCoreNanoSeconds") or 0) / 1e9, str(cpu.get("time") or "")
@@ -302,7 +303,7 @@ def _figure(stats: Obj, figure: str) -> tuple[float, str]:
 
 def _sample(name: str, labels: dict[str, str], stats: Obj, figure: str) -> str:
     value, at = _figure(stats, figure)
-    stamp = int(datetime.fromisoformat(at.replace("Z", "+00:00")).timestamp() * 1000)
+    stamp = int(parse_time(at).timestamp() * 1000)
     text = ",".join(f'{k}="{v}"' for k, v in labels.items())
     return f"{name}{{{text}}} {value!r} {stamp}" if text else f"{name} {value!r} {stamp}"
 
