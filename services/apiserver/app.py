@@ -301,6 +301,13 @@ async def _reporting(coro: Coroutine[Any, Any, Any], *, health: StoreHealth) -> 
         raise Fatal(f"the store has failed: {failure}") from failure
 
 
+def start_background(app: web.Application, name: str, coro: Coroutine[Any, Any, Any]) -> None:
+    """Run ``coro`` in the app's supervised group (``app[BACKGROUND]``) as ``name``; a store
+    failure in it stops the server with the store's one-line verdict, as in every other
+    background task (``_reporting``)."""
+    app[BACKGROUND].start(name, _reporting(coro, health=app[STORE_HEALTH]))
+
+
 async def _background(app: web.Application) -> AsyncIterator[None]:
     """Every background task of the app, in one supervised group (``app[BACKGROUND]``).
 
@@ -315,7 +322,7 @@ async def _background(app: web.Application) -> AsyncIterator[None]:
     group = TaskGroup("apiserver", logger=log)
     app[BACKGROUND] = group
     for cache in ctx.caches.values():
-        group.start(f"watch-cache-{cache.rt.plural}", _reporting(cache.run(), health=health))
+        start_background(app, f"watch-cache-{cache.rt.plural}", cache.run())
     all_ready: asyncio.Future[Any] = asyncio.ensure_future(
         asyncio.gather(*(cache.ready.wait() for cache in ctx.caches.values()))
     )
@@ -332,43 +339,33 @@ async def _background(app: web.Application) -> AsyncIterator[None]:
         raise RuntimeError("a watch cache stopped before it had loaded; see the log above")
     crds = CustomResourceDefinitions(ctx, on_change=app[DISCOVERY_CHANGED])
     await crds.load()  # every stored CRD's kind is served before the first request
-    group.start("crd-controller", _reporting(crds.run(), health=health))
-    group.start(
+    start_background(app, "crd-controller", crds.run())
+    start_background(
+        app,
         "store-compactor",
-        _reporting(
-            keep_window(
-                ctx.store,
-                revisions=options.compaction_window,
-                interval=options.compaction_interval,
-                claim_key=COMPACTION_CLAIM_KEY,  # one compactor per round among the apiservers
-            ),
-            health=health,
+        keep_window(
+            ctx.store,
+            revisions=options.compaction_window,
+            interval=options.compaction_interval,
+            claim_key=COMPACTION_CLAIM_KEY,  # one compactor per round among the apiservers
         ),
     )
     allocator = ctx.services
     if allocator is not None:
-        group.start(
-            "service-allocation-releaser",
-            _reporting(allocator.follow_services(), health=health),
-        )
-        group.start(
+        start_background(app, "service-allocation-releaser", allocator.follow_services())
+        start_background(
+            app,
             "service-allocation-repair",
-            _reporting(
-                allocator.repair_forever(interval=options.service_repair_interval), health=health
-            ),
+            allocator.repair_forever(interval=options.service_repair_interval),
         )
     ttl = options.event_ttl
-    group.start(
-        "event-ttl-sweeper",
-        _reporting(sweep_events(ctx, ttl=ttl, interval=min(60.0, ttl / 2)), health=health),
+    start_background(
+        app, "event-ttl-sweeper", sweep_events(ctx, ttl=ttl, interval=min(60.0, ttl / 2))
     )
     if FLOW_CONTROL in app:
         control = app[FLOW_CONTROL]
         schemas = ctx.storage(control.schemas.rt)
-        group.start(
-            "apf-dangling-conditions",
-            _reporting(keep_dangling_conditions(control, schemas), health=health),
-        )
+        start_background(app, "apf-dangling-conditions", keep_dangling_conditions(control, schemas))
     yield
     for cache in ctx.caches.values():
         cache.stop()

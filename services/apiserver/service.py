@@ -29,7 +29,7 @@ from aiohttp import web
 from component.errors import Fatal
 from component.listen import listen
 from component.tasks import ended_error
-from services.apiserver.app import BACKGROUND, make_app
+from services.apiserver.app import BACKGROUND, make_app, start_background
 from services.apiserver.connections import (
     CappedTCPSite,
     ConnectionCap,
@@ -126,7 +126,8 @@ class ApiServer:
         served = self.secure_port if self.secure_port is not None else self.port
         bind = options.secure_bind_address if self.secure_port is not None else options.bind_address
         if served is not None:
-            app[BACKGROUND].start(
+            start_background(
+                app,
                 "kubernetes-endpoints",
                 keep_kubernetes_endpoints(
                     app[CONTEXT], address=advertised_address(bind), port=served
