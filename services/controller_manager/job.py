@@ -360,6 +360,8 @@ class JobController:
                 # pods may still hold finalizers or be missing from the cache: finish later
                 ctx.finished_condition = None
             active -= deleted
+            # the pods just deleted are terminating now: the finished condition waits for them
+            ctx.terminating += deleted
         else:
             managed = False
             if satisfied and not is_being_deleted(job):
@@ -593,6 +595,7 @@ class JobController:
         active = len(active_pods)
         if _suspended(job):
             deleted, error = await self._delete_pods(key, job, active_pods)
+            ctx.terminating += deleted
             return active - deleted, error
         parallelism = int(_spec(job).get("parallelism", 1))
         completions = ctx.completions
@@ -603,6 +606,7 @@ class JobController:
         surplus = self._surplus(ctx, active_pods, max(0, active - want))
         if surplus:
             deleted, error = await self._delete_pods(key, job, surplus)
+            ctx.terminating += deleted
             return active - deleted, error
         terminating = ctx.terminating if only_replace_failed_pods(job) else 0
         diff = want - terminating - active
