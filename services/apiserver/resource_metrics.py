@@ -103,8 +103,15 @@ class Scraper:
     async def summaries(self, nodes: Iterable[Obj]) -> dict[str, Obj]:
         """The summaries of ``nodes`` that answered, by node name."""
         named = {str(n["metadata"]["name"]): n for n in nodes}
+        self._forget_stale()
         results = await asyncio.gather(*(self.summary(node) for node in named.values()))
         return {name: s for name, s in zip(named, results, strict=True) if s is not None}
+
+    def _forget_stale(self) -> None:
+        """Drop summaries past their TTL, so a deleted node's last summary is not kept forever."""
+        now = time.monotonic()
+        for name in [n for n, (at, _) in self._kept.items() if now - at >= SUMMARY_TTL]:
+            del self._kept[name]
 
     async def summary(self, node: Obj) -> Obj | None:
         name = str(node["metadata"]["name"])
