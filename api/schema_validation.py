@@ -54,6 +54,7 @@ from api.errors import Cause
 __all__ = [
     "UnknownField",
     "apply_defaults",
+    "defaulted",
     "json_type",
     "prune",
     "structural_problems",
@@ -506,6 +507,45 @@ def apply_defaults(schema: Schema, obj: Any) -> None:
         if isinstance(items, Mapping):
             for item in obj:
                 apply_defaults(items, item)
+
+
+_ABSENT = object()
+
+
+def defaulted(schema: Mapping[str, Any], value: Any) -> Any:
+    """``value`` with ``schema``'s defaults, as ``apply_defaults`` fills them in, but copying
+    only the objects and lists on the way to a filled-in default (copy on write): for reads of
+    stored objects, which must not be changed."""
+    if isinstance(value, dict):
+        out = value
+        properties: Mapping[str, Any] = schema.get("properties") or {}
+        for key, sub in properties.items():
+            current = value.get(key, _ABSENT)
+            missing = current is _ABSENT or (current is None and not sub.get("nullable"))
+            if "default" in sub and missing:
+                new = defaulted(sub, copy.deepcopy(sub["default"]))
+            elif current is _ABSENT:
+                continue
+            else:
+                new = defaulted(sub, current)
+            if new is not current:
+                out = out if out is not value else dict(value)
+                out[key] = new
+        additional = schema.get("additionalProperties")
+        if isinstance(additional, Mapping):
+            for key, item in value.items():
+                if key not in properties:
+                    new = defaulted(additional, item)
+                    if new is not item:
+                        out = out if out is not value else dict(value)
+                        out[key] = new
+        return out
+    items = schema.get("items")
+    if isinstance(value, list) and isinstance(items, Mapping):
+        new_items = [defaulted(items, item) for item in value]
+        if any(new is not old for new, old in zip(new_items, value, strict=True)):
+            return new_items
+    return value
 
 
 # -- pruning ----------------------------------------------------------------------------------

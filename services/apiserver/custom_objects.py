@@ -38,8 +38,6 @@ or GET walks the schema per object per request (a watch event is served once per
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Mapping
 from typing import Any
 
 from api.apiextensions import (
@@ -51,7 +49,7 @@ from api.apiextensions import (
 )
 from api.errors import Cause
 from api.registry import ResourceType
-from api.schema_validation import apply_defaults, validate
+from api.schema_validation import apply_defaults, defaulted, validate
 from api.validation import validate_object_meta
 from api.validation_rules import BLOCKED, rule_failures, rule_problems
 
@@ -151,48 +149,10 @@ def served_as(rt: ResourceType, obj: Obj) -> Obj:
         return rt.conversion.from_storage(obj)
     if rt.custom is None:
         return obj
-    served: Obj = _defaulted(rt.custom.schema, obj)
+    served: Obj = defaulted(rt.custom.schema, obj)
     if served.get("apiVersion") != rt.api_version:
         served = {**served, "apiVersion": rt.api_version}
     return served
-
-
-_ABSENT = object()
-
-
-def _defaulted(schema: Mapping[str, Any], value: Any) -> Any:
-    """``value`` with ``schema``'s defaults, as ``apply_defaults`` fills them in, copying only
-    the objects and lists on the way to a filled-in default (copy on write)."""
-    if isinstance(value, dict):
-        out = value
-        properties: Mapping[str, Any] = schema.get("properties") or {}
-        for key, sub in properties.items():
-            current = value.get(key, _ABSENT)
-            missing = current is _ABSENT or (current is None and not sub.get("nullable"))
-            if "default" in sub and missing:
-                new = _defaulted(sub, copy.deepcopy(sub["default"]))
-            elif current is _ABSENT:
-                continue
-            else:
-                new = _defaulted(sub, current)
-            if new is not current:
-                out = out if out is not value else dict(value)
-                out[key] = new
-        additional = schema.get("additionalProperties")
-        if isinstance(additional, Mapping):
-            for key, item in value.items():
-                if key not in properties:
-                    new = _defaulted(additional, item)
-                    if new is not item:
-                        out = out if out is not value else dict(value)
-                        out[key] = new
-        return out
-    items = schema.get("items")
-    if isinstance(value, list) and isinstance(items, Mapping):
-        new_items = [_defaulted(items, item) for item in value]
-        if any(new is not old for new, old in zip(new_items, value, strict=True)):
-            return new_items
-    return value
 
 
 def custom_scale(rt: ResourceType, obj: Obj) -> Obj | None:
