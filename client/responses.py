@@ -15,12 +15,12 @@ characters of its text.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import aiohttp
 
 from api.errors import StatusError, from_status
+from client import codec
 
 __all__ = ["MAX_RETRY_AFTER", "ApiUnreachable", "decode_body", "error_from", "retry_after"]
 
@@ -37,7 +37,7 @@ def decode_body(payload: bytes, content_type: str) -> Any:
     if not payload:
         return {}
     if "json" in content_type:
-        return json.loads(payload)
+        return codec.loads(payload)
     return payload.decode("utf-8", errors="replace")
 
 
@@ -46,7 +46,7 @@ def error_from(code: int, payload: bytes, content_type: str) -> StatusError:
     body: Any = None
     if payload and "json" in content_type:
         try:
-            body = json.loads(payload)
+            body = codec.loads(payload)
         except ValueError:
             body = None
     if isinstance(body, dict) and body.get("kind") == "Status":

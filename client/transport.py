@@ -29,7 +29,6 @@ re-read); a watch opening is never retried here (the reflector backs off).
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -37,6 +36,7 @@ from typing import Any
 import aiohttp
 
 from api.errors import StatusError
+from client import codec
 from client.backoff import Backoff, BackoffPolicy
 from client.kubeconfig import ClientConfig
 from client.ratelimit import TokenBucket
@@ -144,7 +144,7 @@ class Transport:
     ) -> Any:
         """Send one request; the decoded JSON (or text) answer, or a raised ``StatusError``."""
         idempotent = method == "GET" if idempotent is None else idempotent
-        data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
+        data = None if body is None else codec.dumps(body)
         headers = {"Content-Type": content_type} if data is not None else None
         attempts = 1 + max(0, self.config.read_retries, len(self.servers) - 1)
         backoff = Backoff(READ_RETRY)

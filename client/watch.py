@@ -20,7 +20,6 @@ ends cleanly (the server's ``timeoutSeconds``) just stops iterating; one cut mid
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from types import TracebackType
@@ -29,6 +28,7 @@ from typing import Any, Literal
 import aiohttp
 
 from api.errors import StatusError, from_status
+from client import codec
 
 __all__ = [
     "EventType",
@@ -89,7 +89,7 @@ async def split_lines(
 
 def parse_event(line: bytes) -> WatchEvent:
     """One watch line -> event; an ``ERROR`` event is raised as its ``StatusError``."""
-    doc = json.loads(line)
+    doc = codec.loads(line)
     if not isinstance(doc, dict):
         raise ValueError(f"watch event is not an object: {line[:200]!r}")
     kind = doc.get("type")
