@@ -48,10 +48,12 @@ __all__ = [
     "ApplyConflicts",
     "Comparison",
     "Conflict",
+    "Key",
     "Managers",
     "Path",
     "Shape",
     "compare",
+    "created_fields_v1",
     "field_set",
     "fields_v1",
     "from_fields_v1",
@@ -59,6 +61,7 @@ __all__ = [
     "path_string",
     "shape_for_builtin",
     "shape_from_schema",
+    "wire_entry",
 ]
 
 Path = tuple[str, ...]
@@ -434,6 +437,41 @@ def _sorted_tree(node: Obj) -> Obj:
     return {k: _sorted_tree(node[k]) for k in sorted(node)}
 
 
+def created_fields_v1(shape: Shape, value: Obj) -> Obj:
+    """``fields_v1(compare(shape, {}, value).changed)`` — what an Update that creates ``value``
+    owns — built in one walk of ``value``, without the field set in between (a create's
+    managedFields are the whole object's fields; this is that common case, made cheap)."""
+    if shape.atomic_map:
+        return {}
+    return {
+        "f:" + key: _created_node(
+            shape.child(key), value[key], member=shape.is_map or shape.child(key).is_map
+        )
+        for key in sorted(value)
+    }
+
+
+def _created_node(shape: Shape, value: Any, *, member: bool) -> Obj:
+    """One node of ``created_fields_v1``, keys in FieldsV1's sorted order (``"."`` sorts
+    before every ``f:``/``k:``/``v:``/``i:`` element); ``member``: the node is itself in the
+    field set, which FieldsV1 marks with ``"."`` when it has children."""
+    if _granular_map(shape, value):
+        node: Obj = {".": {}} if member else {}
+        for key in sorted(value):
+            child = value[key]
+            node["f:" + key] = _created_node(
+                shape.child(key), child, member=shape.is_map and isinstance(child, dict)
+            )
+        return node
+    if _granular_list(shape, value):
+        items = _items(shape, value)
+        node = {".": {}} if member else {}
+        for element in sorted(items):
+            node[element] = _created_node(shape.item(), items[element], member=True)
+        return node
+    return {}
+
+
 def from_fields_v1(tree: Any, prefix: Path = ()) -> set[Path]:
     """The field set a FieldsV1 tree names (leaves, and nodes marked ``"."``)."""
     out: set[Path] = set()
@@ -527,6 +565,19 @@ def _rfc3339(value: Any) -> str | None:
     return parsed.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def wire_entry(key: Key, *, api_version: str, time: str | None, fields: Obj) -> Obj:
+    """One ``managedFields`` item as Kubernetes writes it (its keys in Kubernetes' order)."""
+    manager, operation, subresource = key
+    item: Obj = {"manager": manager, "operation": operation, "apiVersion": api_version}
+    if time:
+        item["time"] = time
+    item["fieldsType"] = "FieldsV1"
+    item["fieldsV1"] = fields
+    if subresource:
+        item["subresource"] = subresource
+    return item
+
+
 @dataclass(slots=True)
 class Managers:
     """The managedFields of one object, decoded."""
@@ -558,21 +609,12 @@ class Managers:
             self.entries.items(),
             key=lambda kv: (kv[0][1], kv[1].time or "", kv[0][0], kv[0][2]),
         )
-        out = []
-        for (manager, operation, subresource), entry in ordered:
-            item: Obj = {
-                "manager": manager,
-                "operation": operation,
-                "apiVersion": entry.api_version,
-            }
-            if entry.time:
-                item["time"] = entry.time
-            item["fieldsType"] = "FieldsV1"
-            item["fieldsV1"] = fields_v1(entry.fields)
-            if subresource:
-                item["subresource"] = subresource
-            out.append(item)
-        return out
+        return [
+            wire_entry(
+                key, api_version=entry.api_version, time=entry.time, fields=fields_v1(entry.fields)
+            )
+            for key, entry in ordered
+        ]
 
     def _printed(self, key: Key) -> str:
         manager, operation, subresource = key

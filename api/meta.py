@@ -42,6 +42,7 @@ checks) live in ``api.validation``, and defaults in ``api.defaults``.
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 from types import UnionType
 from typing import Any, Literal, Union, get_args, get_origin
@@ -200,8 +201,17 @@ def format_micro_time(t: datetime) -> str:
     return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+_this_second: tuple[int, str] = (-1, "")
+"""The last second ``now_time`` formatted, and its text: one ``strftime`` per second, not per
+object created."""
+
+
 def now_time() -> str:
-    return format_time(datetime.now(UTC))
+    global _this_second
+    second = int(time.time())  # what strftime's whole seconds of datetime.now(UTC) are
+    if second != _this_second[0]:
+        _this_second = (second, format_time(datetime.fromtimestamp(second, UTC)))
+    return _this_second[1]
 
 
 def now_micro_time() -> str:

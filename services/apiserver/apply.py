@@ -28,11 +28,14 @@ from api.managed_fields import (
     APPLY,
     UPDATE,
     ApplyConflicts,
+    Key,
     Managers,
     Shape,
+    created_fields_v1,
     path_string,
     shape_for_builtin,
     shape_from_schema,
+    wire_entry,
 )
 from api.meta import now_time
 from api.registry import ResourceType
@@ -169,15 +172,32 @@ def record_update(
     """Set ``new``'s managedFields after an Update (create, update, patch) by the request's
     manager: it owns what it changed, and the others lose it."""
     managers = _managers(old, new)
+    key = (manager_of(request), UPDATE, subresource)
+    if old is None and not managers.entries:
+        _store_created(new, rt, key=key, subresource=subresource)
+        return
     managers.update(
         _shape(rt),
         _tracked(rt, old, subresource),
         _tracked(rt, new, subresource),
-        key=(manager_of(request), UPDATE, subresource),
+        key=key,
         api_version=rt.api_version,
         now=now_time(),
     )
     _store(new, managers)
+
+
+def _store_created(obj: Obj, rt: ResourceType, *, key: Key, subresource: str) -> None:
+    """A create that sent no managedFields: its manager owns every tracked field — the one
+    entry ``Managers.update`` from nothing would encode, built straight from the object."""
+    fields = created_fields_v1(_shape(rt), _tracked(rt, obj, subresource))
+    meta = obj.setdefault("metadata", {})
+    if fields:
+        meta["managedFields"] = [
+            wire_entry(key, api_version=rt.api_version, time=now_time(), fields=fields)
+        ]
+    else:
+        meta.pop("managedFields", None)
 
 
 def apply_to(

@@ -21,13 +21,13 @@ what ``api.validation`` checks.
 from __future__ import annotations
 
 import copy
-import uuid
 from typing import Any
 
 from api.defaults import apply_defaults, fill_serialised
 from api.errors import BadRequest, Invalid
 from api.meta import now_time
 from api.registry import ResourceType
+from api.uids import new_uid
 from api.validation import validate, validate_update
 from services.apiserver.admission_cel import configuration_problems
 from services.apiserver.custom_objects import (
@@ -95,7 +95,7 @@ def prepare_for_create(rt: ResourceType, obj: Obj) -> None:
     meta = _meta(obj)
     if meta.pop("resourceVersion", None):
         raise BadRequest("resourceVersion should not be set on objects to be created")
-    meta["uid"] = str(uuid.uuid4())
+    meta["uid"] = new_uid()
     meta["creationTimestamp"] = now_time()
     for key in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
         meta.pop(key, None)
