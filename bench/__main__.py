@@ -1,4 +1,5 @@
-"""``python -m bench [--quick] [--only NAME,...] [--rounds R] [--store sqlite|memory] [--out PATH]``.
+"""``python -m bench [--quick] [--only NAME,...] [--rounds R] [--store sqlite|memory] [--out PATH]
+[--scale [NODESxPODS]]``.
 
 Runs the suite (``bench.suite``): ceilings first, then the API, watch, end-to-end and scale
 scenarios; prints one table of figures with their ceiling ratios and anchors, and writes the
@@ -6,7 +7,8 @@ same as JSON to ``bench/results/<date>.json`` (or ``--out``). ``make bench`` run
 ``make bench ARGS=--quick`` is the short run (about three minutes on two cores: no 10,000- or
 30,000-pod runs). ``--only`` takes scenario names or section names (``--list`` shows them);
 the ceilings run first even then, unless ``--no-ceilings``: a ratio needs its ceiling from the
-same run.
+same run. ``--scale`` runs the seeded scale scenario alone (5,000 nodes and 150,000 pods unless
+``--scale 5000x50000`` names another size; nothing in it has a ceiling): a long run, by hand.
 """
 
 from __future__ import annotations
@@ -41,27 +43,48 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help="components to record with py-spy in cluster scenarios "
         "(apiserver,scheduler,controller-manager,kubelet); summaries are printed",
     )  # fmt: skip
+    parser.add_argument(
+        "--scale", nargs="?", const=DEFAULT_SCALE, default=None, type=_scale_size,
+        metavar="NODESxPODS",
+        help="run the seeded scale scenario (default 5000x150000; long, by hand)",
+    )  # fmt: skip
     parser.add_argument("--list", action="store_true", help="list the scenarios and exit")
     return parser.parse_args(argv)
 
 
+DEFAULT_SCALE = (5000, 150_000)
+"""Issue 23's goal: one apiserver holding 5,000 sim nodes and 150,000 pods."""
+
+
+def _scale_size(text: str | tuple[int, int]) -> tuple[int, int]:
+    if isinstance(text, tuple):
+        return text
+    nodes, sep, pods = text.lower().partition("x")
+    if not sep or not nodes.isdigit() or not pods.isdigit() or int(nodes) < 2:
+        raise argparse.ArgumentTypeError(f"expected NODESxPODS with NODES >= 2, got {text!r}")
+    return int(nodes), int(pods)
+
+
 def main(argv: list[str] | None = None) -> int:
-    from bench.suite import build_registry
+    from bench.suite import build_registry, scale_name
 
     raw = sys.argv[1:] if argv is None else argv
     args = parse_args(raw)
-    registry = build_registry()
+    registry = build_registry(scale=args.scale)
     if args.list:
         for s in registry:
             print(f"{s.name:<22} {s.section:<9} {'' if s.quick else '(full only) '}{s.summary}")
         return 0
     only = [name for name in args.only.split(",") if name]
+    if args.scale is not None:
+        only.append(scale_name(*args.scale))
     try:
         scenarios = registry.select(only=only, quick=args.quick)
     except KeyError as exc:
         print(f"python -m bench: {exc.args[0]}", file=sys.stderr)
         return 2
-    if not args.no_ceilings and "ceilings" in registry.names():
+    alone = args.scale is not None and not args.only  # the scale figures have no ceiling
+    if not args.no_ceilings and not alone and "ceilings" in registry.names():
         # every ratio refers to a ceiling measured in the same run
         if all(s.name != "ceilings" for s in scenarios):
             scenarios = registry.select(only=["ceilings"]) + scenarios

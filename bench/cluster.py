@@ -191,7 +191,7 @@ def kubelet_argv(
         node_name=f"sim{index}" if sim else f"bench-proc-{index}",
         sim_start_delay=sim_start_delay if sim else None,
         pod_cidr=None if sim else process_pod_cidr(index),
-        stop_pods_on_exit=not sim, healthz_port=None if sim else 0, extra=extra,
+        stop_pods_on_exit=not sim, healthz_port=0, extra=extra,
     ).python()  # fmt: skip
 
 

@@ -8,7 +8,9 @@ inside each scenario, so a module that fails to import fails its own scenario on
 
 Order: the ceilings come first (every ratio refers to them), then the API, watch, scheduler,
 end-to-end and scale sections. Scenarios marked ``quick=False`` (the 10,000- and 30,000-pod
-runs, 1,000-node clusters) run only without ``--quick``.
+runs, 1,000-node clusters) run only without ``--quick``. The largest scale scenario
+(``scale-5000x150000`` by default, seeded pods) is registered only when asked for
+(``build_registry(scale=(nodes, pods))``, ``python -m bench --scale``): it is run by hand.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import aiohttp
 from bench import ceilings
 from bench.e2e import rc_scenario, scheduler_scenario, startup_scenario
 from bench.harness import ANCHORS, Context, Figure, Registry, Scenario, collect_rounds, figure
-from bench.scale import scale_scenario, time_list
+from bench.scale import burst_scenario, scale_scenario, time_list
 
 __all__ = ["build_registry"]
 
@@ -232,8 +234,14 @@ async def run_writes_per_pod(ctx: Context) -> list[Figure]:
     return await writes_per_pod.run(ctx)
 
 
-def build_registry() -> Registry:
-    return Registry([
+def scale_name(nodes: int, pods: int) -> str:
+    """The name of the seeded scale scenario of ``nodes`` x ``pods`` (``--scale``)."""
+    return f"scale-{nodes}x{pods}"
+
+
+def build_registry(*, scale: tuple[int, int] | None = None) -> Registry:
+    """The suite; with ``scale=(nodes, pods)`` also the seeded scale scenario of that size."""
+    registry = Registry([
         Scenario("ceilings", "ceilings", ceilings.run,
                  "plain aiohttp GET/POST, sqlite3 commits, chunked fan-out"),
         Scenario("api", "api", run_api,
@@ -289,4 +297,16 @@ def build_registry() -> Registry:
                  "hold 100 nodes + 1,000 pods: leases, RSS, full list"),
         Scenario("scale-1000x30000", "scale", scale_scenario(nodes=1000, pods=30_000),
                  "hold 1,000 nodes + 30,000 pods: leases, RSS, full list", quick=False),
+        Scenario("burst-10000x100", "scale",
+                 burst_scenario(nodes=100, pods=10_000, quick_nodes=20, quick_pods=1000),
+                 "node leases and Ready sampled during an RC of 10,000 pods on 100 sim nodes "
+                 "(quick: 1,000 on 20)"),
     ])  # fmt: skip
+    if scale is not None:
+        nodes, pods = scale
+        registry.add(Scenario(
+            scale_name(nodes, pods), "scale", scale_scenario(nodes=nodes, pods=pods, build="seed"),
+            f"hold {nodes:,} nodes + {pods:,} seeded bound pods: leases, RSS, full list "
+            "(--scale; long)", quick=False,
+        ))  # fmt: skip
+    return registry

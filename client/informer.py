@@ -20,6 +20,13 @@ changes" (handlers), without each of them listing and watching on its own. This 
 * ``resync_period``: every period, ``on_update(obj, obj)`` for every cached object — a replay of
   the *cache*, never a relist (controllers use it to retry level-triggered work).
 * A handler added after sync first gets ``on_add`` for every cached object.
+* ``transform``: client-go's ``SetTransform`` — called on every object the reflector delivers
+  (listed, added, modified, deleted) before the cache stores it or a handler sees it. Its use is
+  memory: ``strip_managed_fields`` drops ``metadata.managedFields`` (often a third of a pod's
+  JSON), as kube-controller-manager's and kube-scheduler's informers do. Writing such an object
+  back is safe: an update that carries no ``managedFields`` key keeps the stored ones (the
+  apiserver's ``record_update`` starts from what is stored when the client sent none) — an
+  *empty list* would reset them, so a transform must delete the key, never empty it.
 
 Contracts and limits:
 
@@ -56,7 +63,7 @@ from client.rest import ApiClient
 from client.watch import WatchEvent
 from component.tasks import TaskGroup
 
-__all__ = ["Informer", "OnAdd", "OnDelete", "OnUpdate"]
+__all__ = ["Informer", "OnAdd", "OnDelete", "OnUpdate", "Transform", "strip_managed_fields"]
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +71,17 @@ Obj = dict[str, Any]
 OnAdd = Callable[[Obj], None]
 OnUpdate = Callable[[Obj, Obj], None]
 OnDelete = Callable[[Obj], None]
+Transform = Callable[[Obj], Obj]
+
+
+def strip_managed_fields(obj: Obj) -> Obj:
+    """``obj`` without ``metadata.managedFields`` (the key deleted, in place: the object is the
+    reflector's own, freshly decoded). Kubernetes' controller-manager and scheduler trim their
+    informers' objects the same way; nothing they do reads field ownership."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+    return obj
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,8 +108,10 @@ class Informer:
         resync_period: float | None = None,
         reflector_options: ReflectorOptions | None = None,
         name: str | None = None,
+        transform: Transform | None = None,
     ) -> None:
         self.rt = rt
+        self.transform = transform
         all_indexers: dict[str, IndexFunc] = {NAMESPACE_INDEX: index_by_namespace}
         if rt.kind == "Pod" and not rt.group:
             all_indexers[NODE_NAME_INDEX] = index_by_node_name
@@ -159,7 +179,9 @@ class Informer:
 
     def replace(self, objects: builtins.list[Obj], resource_version: str) -> None:
         seen: set[str] = set()
-        for obj in objects:
+        transform = self.transform
+        for listed in objects:
+            obj = transform(listed) if transform is not None else listed
             key = object_key(obj)
             seen.add(key)
             old = self.indexer.upsert(key, obj)
@@ -179,7 +201,7 @@ class Informer:
             self._synced.set()
 
     def apply(self, event: WatchEvent) -> None:
-        obj = event.object
+        obj = event.object if self.transform is None else self.transform(event.object)
         key = object_key(obj)
         if event.type == "DELETED":
             gone = self.indexer.delete(key)
