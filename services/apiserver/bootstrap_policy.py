@@ -45,7 +45,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from api.errors import AlreadyExists, Conflict, NotFound
+from api.errors import Conflict
 from api.rbac import AGGREGATE_TO_LABEL_PREFIX, AUTOUPDATE_ANNOTATION, GROUP
 from services.apiserver.context import ApiContext
 from services.apiserver.rbac import Rule, missing_rules
@@ -524,8 +524,10 @@ def _autoupdate(obj: Obj) -> bool:
 
 
 async def _ensure(ctx: ApiContext, kind: str, wanted: Obj) -> None:
-    """Create ``wanted`` or reconcile the stored one (a compare-and-swap; retried on Conflict
-    by re-reading, inside ``guaranteed_update``)."""
+    """Create ``wanted`` or reconcile the stored one, in one ``guaranteed_update`` (a
+    compare-and-swap retried on Conflict by re-reading; absent → created, and an object another
+    apiserver creates meanwhile is reconciled instead). A binding whose ``roleRef`` differs
+    cannot be updated: it is deleted and made again."""
     rt = ctx.registry.require(GROUP, kind)
     storage = ctx.storage(rt)
     name = wanted["metadata"]["name"]
@@ -535,30 +537,28 @@ async def _ensure(ctx: ApiContext, kind: str, wanted: Obj) -> None:
         if not _autoupdate(current):
             return None
         if kind == "ClusterRoleBinding" and current.get("roleRef") != wanted["roleRef"]:
-            raise Conflict(f"{name} refers to another role; re-created at the next start")
+            raise Conflict(f"{name} refers to another role")
         return reconcile(current, wanted)
 
+    async def create() -> Obj:
+        obj = dict(wanted)
+        prepare_for_create(rt, obj)
+        default_object(rt, obj)
+        return obj
+
     try:
-        result = await storage.guaranteed_update(None, name, mutate)
-        if result.changed:
-            log.info("reconciled bootstrap %s %s", kind, name)
-        return
-    except NotFound:
-        pass
+        result = await storage.guaranteed_update(None, name, mutate, create=create)
     except Conflict:
         current = await storage.get_or_none(None, name)
         if current is not None:
             await storage.delete(
                 None, name, expected_rv=int(current["metadata"]["resourceVersion"])
             )
-    obj = dict(wanted)
-    prepare_for_create(rt, obj)
-    default_object(rt, obj)
-    try:
-        await storage.create(obj)
+        result = await storage.guaranteed_update(None, name, mutate, create=create)
+    if result.created:
         log.info("created bootstrap %s %s", kind, name)
-    except AlreadyExists:
-        pass  # another apiserver made it first
+    elif result.changed:
+        log.info("reconciled bootstrap %s %s", kind, name)
 
 
 async def ensure_bootstrap_policy(ctx: ApiContext) -> None:
