@@ -33,7 +33,7 @@ from multidict import MultiDict
 
 from api.errors import Expired, Timeout
 from api.registry import ResourceType
-from services.apiserver.codec import JSON_CONTENT_TYPE, dumps, json_response
+from services.apiserver.codec import JSON_CONTENT_TYPE, dumps, json_response, loads
 from services.apiserver.context import ApiContext
 from services.apiserver.custom_objects import served_as
 from services.apiserver.predicate import Predicate
@@ -51,11 +51,20 @@ _PAGE_FLOOR = 100
 
 @dataclass(frozen=True, slots=True)
 class ListResult:
-    objects: list[Obj]
+    decoded: list[Obj] | None
+    """The objects as dicts; None when only their JSON is at hand (``encoded``)."""
     revision: int
     continue_token: str | None = None
     encoded: list[bytes] | None = None
     """Each object's JSON when it was already serialised (cache-served lists)."""
+
+    @property
+    def objects(self) -> list[Obj]:
+        """The objects as dicts (decoded from ``encoded`` on each call when not at hand)."""
+        if self.decoded is not None:
+            return self.decoded
+        assert self.encoded is not None
+        return [loads(json) for json in self.encoded]
 
 
 def too_large(wanted: int, current: int) -> Timeout:
@@ -130,7 +139,7 @@ def _cached(cache: WatchCache, predicate: Predicate) -> ListResult:
     """The cache's matching objects, as of every event it has applied or been vouched for."""
     events, _ = cache.snapshot(predicate)
     return ListResult(
-        objects=[e.obj for e in events],
+        decoded=None,
         revision=cache.current_through,
         encoded=[e.object_bytes() for e in events],
     )
@@ -152,7 +161,7 @@ async def _page(
     if not limit:
         whole = await storage.list(namespace, revision=revision)
         matching = [o for o in whole.items if predicate.matches(o)]
-        return ListResult(objects=matching, revision=whole.revision)
+        return ListResult(decoded=matching, revision=whole.revision)
     items: list[Obj] = []
     start = start_after
     read_at = revision
@@ -177,9 +186,9 @@ async def _page(
                     meta = obj["metadata"]
                     key = rt.key(meta.get("namespace"), meta["name"])
                     token = ContinueToken(revision=read_at, start_after=key).encode()
-                return ListResult(objects=items, revision=read_at, continue_token=token)
+                return ListResult(decoded=items, revision=read_at, continue_token=token)
         if not page.more:
-            return ListResult(objects=items, revision=read_at)
+            return ListResult(decoded=items, revision=read_at)
         start = page.last_key
 
 
@@ -199,15 +208,16 @@ def _list_body(rt: ResourceType, result: ListResult) -> bytes:
 def _served(rt: ResourceType, result: ListResult) -> ListResult:
     """``result`` as ``rt``'s version serves its objects (``served_as``), keeping the cache's
     JSON of every object that serving leaves as it is."""
-    objects = [served_as(rt, o) for o in result.objects]
+    stored_objects = result.objects
+    objects = [served_as(rt, o) for o in stored_objects]
     encoded = None
     if result.encoded is not None:
         encoded = [
             json if served is stored else dumps(served)
-            for served, stored, json in zip(objects, result.objects, result.encoded, strict=True)
+            for served, stored, json in zip(objects, stored_objects, result.encoded, strict=True)
         ]
     return ListResult(
-        objects=objects,
+        decoded=objects,
         revision=result.revision,
         continue_token=result.continue_token,
         encoded=encoded,

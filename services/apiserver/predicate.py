@@ -84,3 +84,15 @@ class Predicate:
             rt = self.rt
             return self.fields.matches(lambda path: rt.field_value(obj, path) or "")
         return True
+
+    def matches_parts(
+        self, namespace: str, labels: Mapping[str, str], fields: Mapping[str, str]
+    ) -> bool:
+        """``matches`` on the parts of an object a selector reads, taken out beforehand (the
+        watch cache's compact objects): its namespace ("" when none), its labels, and its
+        selectable fields by path, as strings."""
+        if self.namespace is not None and namespace != self.namespace:
+            return False
+        if self.labels is not None and not self.labels.matches(labels):
+            return False
+        return self.fields is None or self.fields.matches(fields)

@@ -120,7 +120,7 @@ async def open_watch(ctx: ApiContext, rt: ResourceType, opts: ListOptions) -> _S
             return _Source(watcher, feed=None, start=watcher.after)
         page = await ctx.storage(rt).list(predicate.namespace)
         initial: list[Delivery] = [
-            Delivery("ADDED", CacheEvent.synthetic(obj, key=_key(rt, obj)))
+            Delivery("ADDED", CacheEvent.synthetic(rt, obj, key=_key(rt, obj)))
             for obj in page.items
             if predicate.matches(obj)
         ]
@@ -221,36 +221,38 @@ class _DirectWriter:
     itself.
     """
 
-    def __init__(self, request: web.Request, watcher: Watcher, renderer: _Renderer) -> None:
-        self.request = request
+    def __init__(self, transport: asyncio.Transport, watcher: Watcher, renderer: _Renderer) -> None:
+        self.transport = transport
+        """The connection's transport, taken once: it is the same for the whole watch, and
+        a closed connection says so by ``is_closing``."""
         self.watcher = watcher
-        self.renderer = renderer
+        self.chunk = renderer.chunk
         self.pending: list[bytes] = []
+        self.call_soon = asyncio.get_running_loop().call_soon
 
     def __call__(self, delivery: Delivery) -> bool:
         if self.pending:
-            self.pending.append(self.renderer.chunk(delivery))
+            self.pending.append(self.chunk(delivery))
             return True
-        transport = self.request.transport
-        if transport is None or transport.is_closing():
+        transport = self.transport
+        if transport.is_closing():
             self.watcher.close("the client went away")
             return True
         if transport.get_write_buffer_size() > DIRECT_WRITE_LIMIT:
             return False
-        self.pending.append(self.renderer.chunk(delivery))
-        asyncio.get_running_loop().call_soon(self.flush)
+        self.pending.append(self.chunk(delivery))
+        self.call_soon(self.flush)
         return True
 
     def flush(self) -> None:
         if not self.pending:
             return
-        data = b"".join(self.pending)
+        data = self.pending[0] if len(self.pending) == 1 else b"".join(self.pending)
         self.pending.clear()
-        transport = self.request.transport
-        if transport is None or transport.is_closing():
+        if self.transport.is_closing():
             self.watcher.close("the client went away")
             return
-        transport.write(data)
+        self.transport.write(data)
 
 
 async def serve(
@@ -279,8 +281,11 @@ async def serve(
     direct: _DirectWriter | None = None
     try:
         await response.prepare(request)  # a StreamResponse sends its headers here
-        if not table and options.direct_watch_writes and chunked:  # it writes HTTP chunks
-            direct = source.watcher.direct = _DirectWriter(request, source.watcher, renderer)
+        transport = request.transport
+        if not table and options.direct_watch_writes and chunked and transport is not None:
+            # it writes HTTP chunks
+            direct = _DirectWriter(transport, source.watcher, renderer)
+            source.watcher.direct = direct
         next_bookmark = loop.time() + options.bookmark_interval
         while True:
             now = loop.time()

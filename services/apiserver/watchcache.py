@@ -9,9 +9,17 @@ does this module: one store watch per resource feeds an in-memory cache that kee
 * a **ring buffer** of the last ``capacity`` events, so a watch resuming from a recent
   resourceVersion is replayed from memory;
 * the **watchers**, each with its own predicate and a bounded queue. Each event is decoded and
-  serialised once (``CacheEvent.frame``) and only offered to the watchers that can match it: a
-  watcher with an exact ``spec.nodeName=X`` (or ``metadata.name``, or namespace) requirement is
-  filed under that value, so a pod event touches only the watchers of its old and new node.
+  serialised once as it arrives, and only offered to the watchers that can match it: a watcher
+  with an exact ``spec.nodeName=X`` (or ``metadata.name``, or namespace) requirement is filed
+  under that value, so a pod event touches only the watchers of its old and new node (and the
+  unfiltered ones), as Kubernetes' cacher does with its indexed triggers. A watcher's share of
+  an event is a selector test on precomputed fields and the event's shared ``Delivery``; the
+  frame bytes (``CacheEvent.chunk``) are made once per event, not per watcher.
+
+Objects are kept compact (``CompactObject``): the JSON they are served as plus the fields
+selectors and indexes read — a dict is decoded only for a consumer that asks for one
+(``CacheEvent.obj``). An event's frames are kept while it is among the last ``RECENT_FRAMES``
+events (the ones live watchers send); older ones make them again if a resuming watch needs them.
 
 A watcher whose queue fills up (a client that cannot keep up) is closed, not waited for: its
 client re-watches from the last resourceVersion it saw. A watch from before the ring's window is
@@ -60,6 +68,7 @@ from store.base import Compacted, Event, Store, StoreClosed, StoreFailed, WatchO
 
 __all__ = [
     "CacheEvent",
+    "CompactObject",
     "Delivery",
     "StoreFeed",
     "Tally",
@@ -78,83 +87,178 @@ DEFAULT_CAPACITY = 10_000
 DEFAULT_QUEUE = 1_000
 """Events one watcher may have unsent before it is closed as too slow."""
 
+RECENT_FRAMES = 1_024
+"""Events that keep the frames made for them; older ones forget theirs (``forget_frames``)."""
+
 _RETRY_DELAY = 1.0
 
 
+class CompactObject:
+    """One state of one object as the cache keeps it: its JSON as served (what lists and watch
+    frames carry, made once) and the few fields a selector or an index reads; a dict is decoded
+    from the JSON only when a consumer asks for one (``decoded``).
+
+    A decoded pod is several times the size of its JSON, and the cache holds every live object
+    plus the last ``capacity`` events: keeping bytes is most of its memory. ``labels`` is the
+    decoded object's own label map; ``fields`` holds ``metadata.name``, ``metadata.namespace``
+    and every field the resource declares selectable, as the strings a field selector compares.
+    """
+
+    __slots__ = ("fields", "json", "labels", "namespace")
+
+    def __init__(self, rt: ResourceType, obj: Obj, json: bytes | None = None) -> None:
+        meta = obj.get("metadata") or {}
+        self.json = dumps(obj) if json is None else json
+        self.namespace = str(meta.get("namespace") or "")
+        self.labels: dict[str, str] = meta.get("labels") or _NO_LABELS
+        fields = {
+            "metadata.name": str(meta.get("name") or ""),
+            "metadata.namespace": self.namespace,
+        }
+        for path, getter in rt.field_getters.items():
+            fields[path] = getter(obj) or ""
+        self.fields = fields
+
+    def decoded(self) -> Obj:
+        """A new dict of the object (the caller may change it)."""
+        obj: Obj = loads(self.json)
+        return obj
+
+
+_NO_LABELS: dict[str, str] = {}
+
+
 class CacheEvent:
-    """One change of one object, decoded once, serialised at most once per event type."""
+    """One change of one object, kept compact (``CompactObject``): serialised once when it
+    arrives, its frames made at most once per event type while it is recent."""
 
     __slots__ = (
-        "_bytes",
         "_chunks",
+        "_deliveries",
         "_frames",
         "_prev_bytes",
         "_served",
+        "current",
+        "keeps_frames",
         "key",
-        "obj",
-        "prev",
+        "previous",
         "revision",
         "type",
     )
 
-    def __init__(self, *, type: str, key: str, obj: Obj, prev: Obj | None, revision: int) -> None:
+    def __init__(
+        self,
+        *,
+        type: str,
+        key: str,
+        current: CompactObject,
+        previous: CompactObject | None,
+        revision: int,
+        keeps_frames: bool = True,
+    ) -> None:
         self.type = type
         self.key = key
-        self.obj = obj
-        self.prev = prev
+        self.current = current
+        """The object at this revision (for DELETED: its last state, at the deletion's revision)."""
+        self.previous = previous
+        """The object before this change (None for ADDED)."""
         self.revision = revision
-        self._bytes: bytes | None = None
+        self.keeps_frames = keeps_frames
+        """False: frames are made anew for each watcher (an event nobody else will send)."""
         self._prev_bytes: bytes | None = None
-        self._frames: dict[tuple[str, bool], bytes] = {}
-        self._chunks: dict[tuple[str, bool], bytes] = {}
-        self._served: dict[tuple[str, str, bool], tuple[ResourceType, bytes, bytes]] = {}
+        self._frames: dict[tuple[str, bool], bytes] | None = None
+        self._chunks: dict[tuple[str, bool], bytes] | None = None
+        self._deliveries: dict[tuple[str, bool], Delivery] | None = None
+        self._served: dict[tuple[str, str, bool], tuple[ResourceType, bytes, bytes]] | None = None
 
     @classmethod
-    def from_store(cls, event: Event) -> CacheEvent:
+    def from_store(
+        cls, rt: ResourceType, event: Event, *, known: CacheEvent | None = None
+    ) -> CacheEvent:
+        """The cache's form of a store event. ``known``: the latest event of the same key the
+        cache holds; when it is the state this event changed, its compact form is the previous
+        state as it is (no second decode of the previous value)."""
         obj = decode(event.kv)
-        prev = decode(event.prev) if event.prev is not None else None
+        previous: CompactObject | None = None
+        if event.prev is not None:
+            if known is not None and known.revision == event.prev.mod_revision:
+                previous = known.current
+            else:
+                previous = CompactObject(rt, decode(event.prev))
         return cls(
-            type=event.type.value, key=event.kv.key, obj=obj, prev=prev, revision=event.revision
+            type=event.type.value,
+            key=event.kv.key,
+            current=CompactObject(rt, obj),
+            previous=previous,
+            revision=event.revision,
         )
 
     @classmethod
-    def synthetic(cls, obj: Obj, *, key: str) -> CacheEvent:
-        """An ADDED for an object that already exists (the start of a watch)."""
+    def synthetic(cls, rt: ResourceType, obj: Obj, *, key: str) -> CacheEvent:
+        """An ADDED for an object that already exists (the start of a watch, the loaded
+        state); its frames are not kept: each watch from the state sends them once."""
         rv = int((obj.get("metadata") or {}).get("resourceVersion") or 0)
-        return cls(type="ADDED", key=key, obj=obj, prev=None, revision=rv)
+        return cls(
+            type="ADDED",
+            key=key,
+            current=CompactObject(rt, obj),
+            previous=None,
+            revision=rv,
+            keeps_frames=False,
+        )
+
+    @property
+    def obj(self) -> Obj:
+        """The object at this revision, decoded anew (the caller may change it)."""
+        return self.current.decoded()
 
     def object_bytes(self, *, from_prev: bool = False) -> bytes:
         """The object's JSON; ``from_prev``: the previous state stamped with this revision."""
-        if from_prev and self.prev is not None and self.type != "DELETED":
+        if from_prev and self.previous is not None and self.type != "DELETED":
             if self._prev_bytes is None:
-                prev = loads(dumps(self.prev))
+                prev = self.previous.decoded()
                 prev.setdefault("metadata", {})["resourceVersion"] = str(self.revision)
                 self._prev_bytes = dumps(prev)
             return self._prev_bytes
-        if self._bytes is None:
-            self._bytes = dumps(self.obj)
-        return self._bytes
+        return self.current.json
 
     def object_for(self, *, from_prev: bool) -> Obj:
-        """The object a delivery carries, as a dict (for Table output)."""
-        if from_prev and self.prev is not None and self.type != "DELETED":
-            prev: Obj = loads(self.object_bytes(from_prev=True))
-            return prev
-        return self.obj
+        """The object a delivery carries, as a new dict (for Tables and served versions)."""
+        obj: Obj = loads(self.object_bytes(from_prev=from_prev))
+        return obj
+
+    def delivery(self, etype: str, from_prev: bool) -> Delivery:
+        """The ``Delivery`` of this event as ``etype``, one shared by every watcher sending it
+        (kept like the frames)."""
+        if self._deliveries is not None and (found := self._deliveries.get((etype, from_prev))):
+            return found
+        delivery = Delivery(etype, self, from_prev)
+        if self.keeps_frames:
+            if self._deliveries is None:
+                self._deliveries = {}
+            self._deliveries[(etype, from_prev)] = delivery
+        return delivery
 
     def frame(self, etype: str, *, from_prev: bool = False) -> bytes:
-        """``{"type": etype, "object": ...}`` plus newline, cached per (type, source)."""
-        frame = self._frames.get((etype, from_prev))
-        if frame is None:
-            frame = _frame(etype, self.object_bytes(from_prev=from_prev))
+        """``{"type": etype, "object": ...}`` plus newline, made once per (type, source) while
+        the event keeps frames."""
+        if self._frames is not None and (frame := self._frames.get((etype, from_prev))):
+            return frame
+        frame = _frame(etype, self.object_bytes(from_prev=from_prev))
+        if self.keeps_frames:
+            if self._frames is None:
+                self._frames = {}
             self._frames[(etype, from_prev)] = frame
         return frame
 
     def chunk(self, etype: str, *, from_prev: bool = False) -> bytes:
-        """``frame`` as one HTTP/1.1 chunk (size line, data, CRLF), cached like the frame."""
-        chunk = self._chunks.get((etype, from_prev))
-        if chunk is None:
-            chunk = _chunk(self.frame(etype, from_prev=from_prev))
+        """``frame`` as one HTTP/1.1 chunk (size line, data, CRLF), kept like the frame."""
+        if self._chunks is not None and (chunk := self._chunks.get((etype, from_prev))):
+            return chunk
+        chunk = _chunk(self.frame(etype, from_prev=from_prev))
+        if self.keeps_frames:
+            if self._chunks is None:
+                self._chunks = {}
             self._chunks[(etype, from_prev)] = chunk
         return chunk
 
@@ -164,21 +268,29 @@ class CacheEvent:
         once per event and version however many watch it; the shared ones when serving changes
         nothing. Kept for ``rt`` itself: a CRD update registers new versions, served anew."""
         key = (rt.api_version, etype, from_prev)
-        kept = self._served.get(key)
+        kept = self._served.get(key) if self._served is not None else None
         if kept is not None and kept[0] is rt:
             return kept[1], kept[2]
         obj = self.object_for(from_prev=from_prev)
         served = served_as(rt, obj)
         if served is obj:
-            frame, chunk = (
-                self.frame(etype, from_prev=from_prev),
-                self.chunk(etype, from_prev=from_prev),
-            )
+            frame = self.frame(etype, from_prev=from_prev)
+            chunk = self.chunk(etype, from_prev=from_prev)
         else:
             frame = _frame(etype, dumps(served))
             chunk = _chunk(frame)
-        self._served[key] = (rt, frame, chunk)
+        if self.keeps_frames:
+            if self._served is None:
+                self._served = {}
+            self._served[key] = (rt, frame, chunk)
         return frame, chunk
+
+    def forget_frames(self) -> None:
+        """Drop the frames made for this event (it is no longer recent; a late watcher makes
+        them again), keeping the cache's memory to the objects themselves."""
+        self._frames = self._chunks = self._served = self._deliveries = None
+        self._prev_bytes = None
+        self.keeps_frames = False
 
 
 def _frame(etype: str, object_bytes: bytes) -> bytes:
@@ -219,17 +331,22 @@ def decide(predicate: Predicate, event: CacheEvent) -> Delivery | None:
     """What a watcher with ``predicate`` sees of ``event`` (Kubernetes' cacheWatcher rules).
 
     Starts matching -> ADDED; keeps matching -> the event's type; stops matching -> DELETED
-    carrying the previous state at this revision; never matched -> nothing.
+    carrying the previous state at this revision; never matched -> nothing. Matching reads the
+    compact forms' precomputed fields; the delivery is the one the event shares.
     """
+    now = _matches(predicate, event.current)
     if event.type == "DELETED":
-        return Delivery("DELETED", event) if predicate.matches(event.obj) else None
-    now = predicate.matches(event.obj)
-    before = event.prev is not None and predicate.matches(event.prev)
+        return event.delivery("DELETED", False) if now else None
+    before = event.previous is not None and _matches(predicate, event.previous)
     if now:
-        return Delivery("MODIFIED" if before else "ADDED", event)
+        return event.delivery("MODIFIED" if before else "ADDED", False)
     if before:
-        return Delivery("DELETED", event, from_prev=True)
+        return event.delivery("DELETED", True)
     return None
+
+
+def _matches(predicate: Predicate, state: CompactObject) -> bool:
+    return predicate.matches_parts(state.namespace, state.labels, state.fields)
 
 
 class WatcherClosed(Exception):
@@ -402,7 +519,7 @@ class WatchCache:
 
     def snapshot(self, predicate: Predicate) -> tuple[list[CacheEvent], int]:
         """Current matching objects (their latest events, in key order) and the cache revision."""
-        events = [e for _, e in sorted(self._state.items()) if predicate.matches(e.obj)]
+        events = [e for _, e in sorted(self._state.items()) if _matches(predicate, e.current)]
         return events, self.revision
 
     async def wait_until(self, revision: int) -> None:
@@ -519,6 +636,8 @@ class WatchCache:
         self._ring.append(event)
         if len(self._ring) > self.capacity:
             self.window_start = self._ring.popleft().revision
+        if len(self._ring) > RECENT_FRAMES:
+            self._ring[-RECENT_FRAMES - 1].forget_frames()
         self.revision = self.current_through = event.revision
         progress, self._progress = self._progress, asyncio.Event()
         progress.set()
@@ -527,12 +646,14 @@ class WatchCache:
         for index in self._indexes.values():
             if not index.by_value:
                 continue
-            values = {self.rt.field_value(event.obj, index.path)}
-            if event.prev is not None:
-                values.add(self.rt.field_value(event.prev, index.path))
-            for value in values:
-                bucket = index.by_value.get(value or "")
-                if bucket:
+            value = event.current.fields.get(index.path, "")
+            bucket = index.by_value.get(value)
+            if bucket:
+                for watcher in list(bucket):
+                    watcher.offer(event)
+            if event.previous is not None:
+                before = event.previous.fields.get(index.path, "")
+                if before != value and (bucket := index.by_value.get(before)):
                     for watcher in list(bucket):
                         watcher.offer(event)
 
@@ -553,7 +674,10 @@ class WatchCache:
                 raise
             log.error("watch cache %s: left out a value: %s", self.rt.plural, err.message)
             result = err.readable
-        self._state = {kv.key: CacheEvent.synthetic(decode(kv), key=kv.key) for kv in result.items}
+        rt = self.rt
+        self._state = {
+            kv.key: CacheEvent.synthetic(rt, decode(kv), key=kv.key) for kv in result.items
+        }
         self._ring.clear()
         self.revision = self.window_start = self.current_through = result.revision
 
@@ -569,7 +693,8 @@ class WatchCache:
                 async for event in self.store.watch(
                     self.rt.prefix(), after_revision=self.revision, on_progress=self._progressed
                 ):
-                    self.apply(CacheEvent.from_store(event))
+                    known = self._state.get(event.kv.key)
+                    self.apply(CacheEvent.from_store(self.rt, event, known=known))
             except WatchOverflow:
                 log.warning(
                     "watch cache %s fell behind the store; re-watching from %d",
@@ -622,7 +747,7 @@ class StoreFeed:
     async def _run(self) -> None:
         try:
             async for event in self.store.watch(self.rt.prefix(), after_revision=self.after):
-                self.watcher.offer(CacheEvent.from_store(event))
+                self.watcher.offer(CacheEvent.from_store(self.rt, event))
                 self.after = event.revision
                 if self.watcher.closed:
                     return

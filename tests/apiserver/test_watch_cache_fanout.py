@@ -11,7 +11,7 @@ import pytest
 from api.registry import REGISTRY
 from services.apiserver.predicate import Predicate
 from services.apiserver.storage import ObjectStorage
-from services.apiserver.watchcache import CacheEvent, WatchCache, WatcherClosed
+from services.apiserver.watchcache import CacheEvent, CompactObject, WatchCache, WatcherClosed
 from store.memory import MemoryStore
 from tests import factories
 from tests.factories import Obj, container
@@ -98,7 +98,13 @@ def test_a_version_served_by_conversion_is_serialised_once_per_event() -> None:
     assert v1 is not None and v1.conversion is not None and v2 is not None
     hpa = factories.horizontal_pod_autoscaler("web", target="web")
     hpa["metadata"]["resourceVersion"] = "5"
-    event = CacheEvent.synthetic(hpa, key="/registry/autoscaling/horizontalpodautoscalers/x")
+    event = CacheEvent(
+        type="ADDED",
+        key="/registry/autoscaling/horizontalpodautoscalers/x",
+        current=CompactObject(v2, hpa),
+        previous=None,
+        revision=5,
+    )
     frame, chunk = event.served(v1, "ADDED", from_prev=False)
     assert json.loads(frame)["object"]["apiVersion"] == "autoscaling/v1"
     assert chunk.endswith(frame + b"\r\n")
