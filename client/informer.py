@@ -24,9 +24,9 @@ changes" (handlers), without each of them listing and watching on its own. This 
   (listed, added, modified, deleted) before the cache stores it or a handler sees it. Its use is
   memory: ``strip_managed_fields`` drops ``metadata.managedFields`` (often a third of a pod's
   JSON), as kube-controller-manager's and kube-scheduler's informers do. Writing such an object
-  back is safe: an update that carries no ``managedFields`` key keeps the stored ones (the
-  apiserver's ``record_update`` starts from what is stored when the client sent none) — an
-  *empty list* would reset them, so a transform must delete the key, never empty it.
+  back is safe: an update that carries no ``managedFields`` key keeps the stored ones, in
+  Kubernetes and in kubelite. The key is deleted, not emptied: kubelite's apiserver takes an
+  empty list as a reset (Kubernetes keeps the stored ones then too).
 
 Contracts and limits:
 

@@ -12,6 +12,10 @@ with every index any of them asked for, and starts them all together.
   ``await stop()`` cancels them all.
 * Built-in index ``OWNER_UID_INDEX`` (``ownerReferences[].uid``) and ``UID_INDEX``: the garbage
   collector's dependency graph and the namespace-agnostic lookups are just these indexes.
+* Every cached object is stored without ``metadata.managedFields``
+  (``client.informer.strip_managed_fields``), as kube-controller-manager's informer factory
+  trims them: no controller reads field ownership, and an update written from a cached copy
+  carries no ``managedFields`` key, so the apiserver keeps the stored ones.
 
 Limits: informers must all be requested before ``start()`` (indexes cannot be added to a
 filled cache); a resource asked for both cluster-wide and per namespace gets two informers.
@@ -26,7 +30,7 @@ from typing import Any
 
 from api.registry import ResourceType
 from client.cache import IndexFunc
-from client.informer import Informer
+from client.informer import Informer, strip_managed_fields
 from client.rest import ApiClient
 
 __all__ = ["OWNER_UID_INDEX", "UID_INDEX", "SharedInformers", "index_by_owner_uid", "index_by_uid"]
@@ -78,6 +82,7 @@ class SharedInformers:
                 namespace=namespace,
                 indexers={**_DEFAULT_INDEXERS, **(indexers or {})},
                 resync_period=self.resync_period,
+                transform=strip_managed_fields,
             )
             self._informers[key] = informer
         else:

@@ -30,7 +30,7 @@ from aiohttp import web
 
 from api.registry import REGISTRY
 from client.events import EventRecorder
-from client.informer import Informer
+from client.informer import Informer, strip_managed_fields
 from client.kubeconfig import ClientConfig
 from client.leader_election import LeaderElectionConfig, LeaderElector
 from client.rest import ApiClient
@@ -97,7 +97,9 @@ class SchedulerService:
             is_leader=lambda: self.elector.is_leader if self.elector is not None else True,
             lease_name=options.leader_election.resource_name,
         )
-        self.pods = Informer(self.client, pods_rt, name="pods")
+        # every pod of the cluster is cached: without its managedFields, as kube-scheduler's pod
+        # informer trims them (nothing here reads field ownership)
+        self.pods = Informer(self.client, pods_rt, name="pods", transform=strip_managed_fields)
         self.pods.add_handler(
             on_add=sched.on_pod_add, on_update=sched.on_pod_update, on_delete=sched.on_pod_delete
         )
