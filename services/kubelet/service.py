@@ -67,6 +67,9 @@ REGISTER_CONCURRENCY = 32
 """Simulated nodes registering at once: a thousand simultaneous POSTs overflow a listen backlog."""
 STOP_PODS_GRACE = 10.0
 """With ``stop_pods_on_exit``: seconds between SIGTERM and SIGKILL for each container."""
+STATUS_WORKERS_MAX = 256
+"""Pod-status writers of a sim kubelet hosting many nodes: one per node up to this many (each
+holds at most one request, so one connection, to the apiserver)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,10 +114,11 @@ class KubeletService:
     def __init__(self, options: KubeletOptions) -> None:
         self.options = options
         self.client = ApiClient(options.client)
-        # A real kubelet writes its own node's statuses; one sim process hosting N nodes must
-        # write as many in parallel, or pods wait for their turn between bound and Running
-        # (bench: 1,000 pods on 100 sim nodes, bound->Running p50 18 s with 4 writers, 2 s with 64).
-        workers = options.status_workers or min(64, max(4, options.nodes))
+        # A real kubelet writes its own node's statuses, one at a time; one sim process hosting
+        # N nodes writes as many in parallel (one writer per node, at most STATUS_WORKERS_MAX),
+        # or pods wait for their turn between bound and Running (bench: 1,000 pods on 100 sim
+        # nodes, bound->Running p50 18 s with 4 writers, 2 s with 64).
+        workers = options.status_workers or min(STATUS_WORKERS_MAX, max(4, options.nodes))
         self.metrics = KubeletMetrics(runtimes=lambda: self.runtimes)
         self.status = StatusManager(
             client=self.client, workers=workers, pod_started=self.metrics.pod_start.observe
