@@ -36,7 +36,7 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import cache
+from functools import cache, lru_cache
 from types import MappingProxyType
 from typing import Any
 
@@ -212,13 +212,28 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
 
 
+def _key_element(key: dict[str, Any]) -> str:
+    """``k:`` and the keys' JSON; the same few keys (``{"name":"main"}``, a container port)
+    recur in every object of a kind, so their text is cached — keyed by value *and* type,
+    as ``1``, ``1.0`` and ``True`` are equal keys of a dict but not the same JSON."""
+    try:
+        return _cached_key_element(tuple((k, type(v), v) for k, v in key.items()))
+    except TypeError:  # a list or a map as a key's value: unhashable, not cached
+        return "k:" + _dumps(key)
+
+
+@lru_cache(maxsize=4096)
+def _cached_key_element(key: tuple[tuple[str, type, Any], ...]) -> str:
+    return "k:" + _dumps({k: v for k, _, v in key})
+
+
 def _item_element(shape: Shape, index: int, item: Any) -> str:
     """The path element naming one item of a ``set`` or ``map`` list."""
     if shape.list_type == "map" and isinstance(item, Mapping):
         key = {k: item.get(k, shape.key_defaults.get(k)) for k in shape.keys}
         key = {k: v for k, v in key.items() if v is not None}
         if key:
-            return "k:" + _dumps(key)
+            return _key_element(key)
     if shape.list_type == "set" or not isinstance(item, Mapping | list):
         return "v:" + _dumps(item)
     return f"i:{index}"
@@ -454,14 +469,17 @@ def created_fields_v1(shape: Shape, value: Obj) -> Obj:
 def _created_node(shape: Shape, value: Any, *, member: bool) -> Obj:
     """One node of ``created_fields_v1``, keys in FieldsV1's sorted order (``"."`` sorts
     before every ``f:``/``k:``/``v:``/``i:`` element); ``member``: the node is itself in the
-    field set, which FieldsV1 marks with ``"."`` when it has children."""
+    field set, which FieldsV1 marks with ``"."`` when it has children. A scalar child is a
+    leaf (``{}``) whatever its shape, so it is not walked into."""
     if _granular_map(shape, value):
         node: Obj = {".": {}} if member else {}
         for key in sorted(value):
             child = value[key]
-            node["f:" + key] = _created_node(
-                shape.child(key), child, member=shape.is_map and isinstance(child, dict)
-            )
+            if isinstance(child, dict | list):
+                owned = shape.is_map and isinstance(child, dict)
+                node["f:" + key] = _created_node(shape.child(key), child, member=owned)
+            else:
+                node["f:" + key] = {}
         return node
     if _granular_list(shape, value):
         items = _items(shape, value)

@@ -19,6 +19,7 @@ from aiohttp import web
 
 from api.addresses import DNS_ADDRESS_TYPES, IP_ADDRESS_TYPES, PREFERRED_ADDRESS_TYPES
 from api.registry import Registry, ResourceType
+from services.apiserver.predicate import Predicate
 from services.apiserver.service_account_tokens import DEFAULT_ISSUER, TokenKeys
 from services.apiserver.service_allocation import (
     ServiceAllocator,
@@ -184,6 +185,12 @@ class ApiContext:
     """Signs and checks service-account tokens (set by ``make_app`` from the options)."""
     clock: Callable[[], float] = time.time
     """Seconds since the epoch, for token lifetimes; tests replace it to move time."""
+    _resources: dict[tuple[str, str], ResourceType] = field(default_factory=dict, repr=False)
+    """``resource``'s answers, each checked against the registry when reused."""
+    _object_lists: dict[tuple[str, str], tuple[WatchCache, int, list[dict[str, Any]]]] = field(
+        default_factory=dict, repr=False
+    )
+    """``cached_objects``' lists, with the cache and the cache revision they were built at."""
 
     def __post_init__(self) -> None:
         for rt in self.registry:
@@ -208,9 +215,30 @@ class ApiContext:
                 return event.obj
         return await self.storage(rt).get_or_none(namespace, name)
 
+    def cached_objects(self, rt: ResourceType) -> list[dict[str, Any]] | None:
+        """Every object in ``rt``'s watch cache, in key order (None: ``rt`` has no cache), for
+        the small kinds admission reads on every write (PriorityClasses, webhook and policy
+        configurations): built once per cache revision, not per request. The list and its
+        objects are shared: callers read them, never change them."""
+        cache = self.cache(rt)
+        if cache is None:
+            return None
+        key = (rt.group, rt.plural)
+        built = self._object_lists.get(key)
+        if built is None or built[0] is not cache or built[1] != cache.revision:
+            events, revision = cache.snapshot(Predicate(rt=rt))
+            built = self._object_lists[key] = (cache, revision, [e.obj for e in events])
+        return built[2]
+
     def resource(self, group: str, plural: str) -> ResourceType:
+        """The first registered version of ``plural`` in ``group`` (``KeyError`` if none);
+        an answer is remembered while the registry still serves it (a CRD can go)."""
+        found = self._resources.get((group, plural))
+        if found is not None and self.registry.get(group, found.version, plural) is found:
+            return found
         for rt in self.registry:
             if rt.group == group and rt.plural == plural:
+                self._resources[(group, plural)] = rt
                 return rt
         raise KeyError(f"{plural}.{group}")
 

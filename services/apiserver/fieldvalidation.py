@@ -163,8 +163,31 @@ class Unknown:
 
 
 def unknown_fields(model: type[BaseModel], obj: Obj) -> list[Unknown]:
-    """Every key of ``obj`` (recursively) that ``model`` does not declare, in document order."""
-    return list(_walk(_Model(model), obj, ""))
+    """Every key of ``obj`` (recursively) that ``model`` does not declare, in document order.
+    Bodies almost never have one, so a first walk only looks (no paths spelled out); the
+    walk that names them runs when there is something to name."""
+    shape = _Model(model)
+    return list(_walk(shape, obj, "")) if _has_unknown(shape, obj) else []
+
+
+def _has_unknown(shape: _Shape, value: Any) -> bool:
+    """Whether ``_walk`` would find anything."""
+    if isinstance(shape, _Model):
+        if not isinstance(value, dict):
+            return False
+        known = _fields(shape.model)
+        for key, sub in value.items():
+            if key not in known:
+                return True
+            child = known[key]
+            if child is not None and _has_unknown(child, sub):
+                return True
+    elif isinstance(shape, _Each):
+        if shape.index and isinstance(value, list):
+            return any(_has_unknown(shape.item, item) for item in value)
+        if not shape.index and isinstance(value, dict):
+            return any(_has_unknown(shape.item, item) for item in value.values())
+    return False
 
 
 def _walk(shape: _Shape, value: Any, path: str) -> Iterator[Unknown]:

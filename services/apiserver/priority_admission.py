@@ -31,7 +31,6 @@ from api.errors import Forbidden
 from api.registry import ResourceType
 from services.apiserver.context import ApiContext
 from services.apiserver.forbidden import forbidden_resource
-from services.apiserver.predicate import Predicate
 
 __all__ = ["admit_priority", "admit_priority_update"]
 
@@ -117,7 +116,7 @@ async def _classes(ctx: ApiContext) -> list[Obj]:
     rt = ctx.resource(GROUP, "priorityclasses")
     cache = ctx.cache(rt)
     if cache is not None and cache.ready.is_set():
-        return [event.obj for event in cache.snapshot(Predicate(rt=rt))[0]]
+        return ctx.cached_objects(rt) or []
     return (await ctx.storage(rt).list(None)).items
 
 

@@ -79,7 +79,6 @@ from services.apiserver.cel_authorizer import AuthorizerValue, authorizer_value
 from services.apiserver.context import CONTEXT, ApiContext
 from services.apiserver.forbidden import forbidden_resource
 from services.apiserver.identity import RequestAttributes, UserInfo
-from services.apiserver.predicate import Predicate
 
 __all__ = [
     "ADMISSION_WARNINGS",
@@ -235,12 +234,7 @@ async def namespace_object(ctx: ApiContext, attrs: Attributes) -> Obj | None:
 
 def configurations(ctx: ApiContext, kind: str) -> list[Obj]:
     """Every stored configuration of ``kind`` (a plural), in name order, from its watch cache."""
-    rt = ctx.resource(GROUP, kind)
-    cache = ctx.cache(rt)
-    if cache is None:
-        return []
-    events, _ = cache.snapshot(Predicate(rt=rt))
-    return [e.obj for e in events]
+    return ctx.cached_objects(ctx.resource(GROUP, kind)) or []
 
 
 # -- calling ---------------------------------------------------------------------------------
