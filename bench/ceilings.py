@@ -161,7 +161,11 @@ async def _requests(ctx: Context) -> dict[str, float]:
     async with server_process(baseline_argv()) as url:
         cpu0, wall0 = time.process_time(), time.perf_counter()
         figures = await measure_requests(
-            url, "ceiling", count=request_count(ctx), in_flight=REQUEST_CONCURRENCY
+            url,
+            "ceiling",
+            count=request_count(ctx),
+            in_flight=REQUEST_CONCURRENCY,
+            default_account=False,
         )
         cpu = (time.process_time() - cpu0) / (time.perf_counter() - wall0)
     by_op = {f.op: f for f in figures}
