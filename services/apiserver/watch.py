@@ -37,6 +37,7 @@ import asyncio
 import contextlib
 import logging
 import random
+from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
@@ -181,10 +182,11 @@ class _Renderer:
         self.headers_sent = False
         self.shared = rt.custom is None and rt.conversion is None
         """Every object goes out as the cache holds it."""
-
-    def chunk(self, delivery: Delivery) -> bytes:
+        self.chunk: Callable[[Delivery], bytes] = Delivery.chunk if self.shared else self._served
         """``frame`` as one HTTP/1.1 chunk (not for Tables)."""
-        return delivery.chunk() if self.shared else delivery.served(self.rt)[1]
+
+    def _served(self, delivery: Delivery) -> bytes:
+        return delivery.served(self.rt)[1]
 
     def frame(self, delivery: Delivery) -> bytes:
         if not self.table:

@@ -301,21 +301,34 @@ def _chunk(frame: bytes) -> bytes:
     return b"%x\r\n%s\r\n" % (len(frame), frame)
 
 
-@dataclass(frozen=True, slots=True)
 class Delivery:
-    """What a watcher sends for one event: a type and which state of the object it carries."""
+    """What a watcher sends for one event: a type and which state of the object it carries.
 
-    type: str
-    event: CacheEvent | None
-    from_prev: bool = False
+    Shared by every watcher that sends the same (event, type, state) while the event is recent
+    (``CacheEvent.delivery``), so it keeps its chunk once made."""
+
+    __slots__ = ("_chunk", "event", "from_prev", "type")
+
+    def __init__(self, type: str, event: CacheEvent | None, from_prev: bool = False) -> None:
+        self.type = type
+        self.event = event
+        self.from_prev = from_prev
+        self._chunk: bytes | None = None
+
+    def __repr__(self) -> str:
+        revision = self.event.revision if self.event is not None else None
+        return f"Delivery({self.type!r}, revision={revision}, from_prev={self.from_prev})"
 
     def frame(self) -> bytes:
         assert self.event is not None
         return self.event.frame(self.type, from_prev=self.from_prev)
 
     def chunk(self) -> bytes:
-        assert self.event is not None
-        return self.event.chunk(self.type, from_prev=self.from_prev)
+        chunk = self._chunk
+        if chunk is None:
+            assert self.event is not None
+            chunk = self._chunk = self.event.chunk(self.type, from_prev=self.from_prev)
+        return chunk
 
     def served(self, rt: ResourceType) -> tuple[bytes, bytes]:
         """``frame`` and ``chunk`` as ``rt``'s version serves the object (``CacheEvent.served``)."""
@@ -334,19 +347,18 @@ def decide(predicate: Predicate, event: CacheEvent) -> Delivery | None:
     carrying the previous state at this revision; never matched -> nothing. Matching reads the
     compact forms' precomputed fields; the delivery is the one the event shares.
     """
-    now = _matches(predicate, event.current)
+    current, previous = event.current, event.previous
+    now = predicate.matches_parts(current.namespace, current.labels, current.fields)
     if event.type == "DELETED":
         return event.delivery("DELETED", False) if now else None
-    before = event.previous is not None and _matches(predicate, event.previous)
+    before = previous is not None and predicate.matches_parts(
+        previous.namespace, previous.labels, previous.fields
+    )
     if now:
         return event.delivery("MODIFIED" if before else "ADDED", False)
     if before:
         return event.delivery("DELETED", True)
     return None
-
-
-def _matches(predicate: Predicate, state: CompactObject) -> bool:
-    return predicate.matches_parts(state.namespace, state.labels, state.fields)
 
 
 class WatcherClosed(Exception):
@@ -519,7 +531,12 @@ class WatchCache:
 
     def snapshot(self, predicate: Predicate) -> tuple[list[CacheEvent], int]:
         """Current matching objects (their latest events, in key order) and the cache revision."""
-        events = [e for _, e in sorted(self._state.items()) if _matches(predicate, e.current)]
+        matches = predicate.matches_parts
+        events = [
+            e
+            for _, e in sorted(self._state.items())
+            if matches(e.current.namespace, e.current.labels, e.current.fields)
+        ]
         return events, self.revision
 
     async def wait_until(self, revision: int) -> None:
