@@ -14,9 +14,11 @@ Measurements (each on a fresh ``bench.cluster``, sim kubelets hosting M nodes):
   create), pods/s (N over that), and pod startup latency p50/p99 (first seen -> Running; the
   apiserver stamps ``creationTimestamp`` to the second only, so the watch's first sight stands
   in for it — it trails the real creation by the watch latency);
-  Also where the time went: the CPU each process used meanwhile (% of one core), the median
-  time from first sight to bound and from bound to Running, and when the last pod was first
-  seen (how long the controller-manager took to create them all);
+  Also where the time went: the CPU each process used meanwhile (% of one core, and CPU
+  milliseconds per pod — the figure a shared machine's load moves least: pods/s and % of a
+  core follow the load, the work done per pod much less), the median time from first sight to
+  bound and from bound to Running, and when the last pod was first seen (how long the
+  controller-manager took to create them all);
 * ``startup at churn``: bare pods created open-loop at 20/s for a while; startup latency from
   the create request (a finer stand-in for ``creationTimestamp``, which has whole seconds) to
   Running seen on the watch: the SLO's own setting and definition. Two rows, each labelled with
@@ -55,6 +57,7 @@ from client.rest import ApiClient
 
 __all__ = [
     "PodClock",
+    "cpu_per_pod",
     "measure_rc",
     "measure_startup_churn",
     "rc_scenario",
@@ -210,7 +213,19 @@ async def measure_startup_churn(
     return {"startup p50": percentile(startup, 0.5), "startup p99": percentile(startup, 0.99)}
 
 
+def cpu_per_pod(measured: Mapping[str, float], *, pods: int) -> dict[str, float]:
+    """``measure_rc``'s ``cpu <process>`` (% of a core over the run) as CPU ms per pod."""
+    took = measured["all Running"]
+    return {
+        f"cpu per pod {name.removeprefix('cpu ')}": share / 100 * took / pods * 1000
+        for name, share in measured.items()
+        if name.startswith("cpu ")
+    }
+
+
 def _units(name: str) -> str:
+    if name.startswith("cpu per pod "):
+        return "ms"
     if name.startswith("cpu "):
         return "% of a core"
     return {"all Running": "s", "pods/s": "pods/s"}.get(name, "s")
@@ -235,7 +250,8 @@ def rc_scenario(*, pods: int, nodes: int, controllers: int | None = None) -> Sce
             async with running_cluster(workdir=workdir, nodes=nodes, store=ctx.store,
                                        max_pods=max(110, 2 * pods // nodes),
                                        profile=ctx.profile) as cluster:  # fmt: skip
-                return await measure_rc(cluster, pods=pods, controllers=rcs)
+                measured = await measure_rc(cluster, pods=pods, controllers=rcs)
+            return {**measured, **cpu_per_pod(measured, pods=pods)}
 
         samples = await collect_rounds(once, rounds=_rounds(ctx, pods))
         note = f"{rcs} RC(s), {ctx.store} store; startup = first seen on the watch -> Running"
