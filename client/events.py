@@ -109,7 +109,9 @@ class _Pending:
     message: str
     count: int
     first: datetime
-    """The first occurrence: ``firstTimestamp`` (whole seconds) and ``eventTime`` (MicroTime)."""
+    """The first occurrence: ``eventTime`` (MicroTime) ..."""
+    first_time: str
+    """... and ``firstTimestamp`` (whole seconds), formatted once when it was recorded."""
     last: str
 
 
@@ -138,6 +140,7 @@ class _Sent:
     namespace: str
     count: int
     first: datetime
+    first_time: str
 
 
 class EventRecorder:
@@ -226,7 +229,7 @@ class EventRecorder:
                 )
             self._dropped += 1
             return
-        self._pending[key] = _Pending(ref, namespace, type_, reason, message, 1, at, now)
+        self._pending[key] = _Pending(ref, namespace, type_, reason, message, 1, at, now, now)
         self._idle.clear()
         self._wake.set()
 
@@ -308,7 +311,10 @@ class EventRecorder:
                 sent.count += p.count  # not ``= count``: spam-dropped repeats may have come
                 self._sent.move_to_end(key)
                 return
-            p = _Pending(p.ref, p.namespace, p.type, p.reason, p.message, count, sent.first, p.last)
+            p = _Pending(
+                p.ref, p.namespace, p.type, p.reason, p.message, count,
+                sent.first, sent.first_time, p.last,
+            )  # fmt: skip
         name = f"{p.ref.get('name', 'event')}.{time.time_ns() + next(self._seq):x}"
         body = {
             "apiVersion": "v1",
@@ -319,7 +325,7 @@ class EventRecorder:
             "message": p.message,
             "type": p.type,
             "source": {"component": self.component, "host": self.host},
-            "firstTimestamp": format_time(p.first),
+            "firstTimestamp": p.first_time,
             "lastTimestamp": p.last,
             "count": p.count,
             "eventTime": format_micro_time(p.first),
@@ -328,4 +334,9 @@ class EventRecorder:
             "reportingInstance": self.host,
         }
         await self.client.create(self._rt, body, namespace=p.namespace)
-        _remember(self._sent, key, _Sent(name, p.namespace, p.count, p.first), self.cache_size)
+        _remember(
+            self._sent,
+            key,
+            _Sent(name, p.namespace, p.count, p.first, p.first_time),
+            self.cache_size,
+        )

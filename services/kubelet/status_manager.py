@@ -26,7 +26,6 @@ dropped silently.
 from __future__ import annotations
 
 import asyncio
-import copy
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -154,8 +153,8 @@ class StatusManager:
                 wanted = normalize(d.status)
                 if normalize(d.pod.get("status") or {}) == wanted:
                     return
-                body = copy.deepcopy(d.pod)
-                body["status"] = copy.deepcopy(d.status)
+                # a view, not a copy: the client encodes it before its first await, keeping nothing
+                body = {**d.pod, "status": d.status}
                 meta = body["metadata"]
                 try:
                     stored = await self.client.update_status(
