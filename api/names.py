@@ -12,6 +12,8 @@ Limits: ASCII only, as Kubernetes; no IDNA.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from functools import lru_cache
 
 __all__ = [
     "is_config_map_key",
@@ -78,7 +80,7 @@ def is_dns1123_label(value: str) -> list[str]:
     return errs
 
 
-def is_dns1123_subdomain(value: str) -> list[str]:
+def _is_dns1123_subdomain(value: str) -> list[str]:
     errs = []
     if len(value) > DNS1123_SUBDOMAIN_MAX:
         errs.append(_max_len(DNS1123_SUBDOMAIN_MAX))
@@ -139,7 +141,7 @@ def is_dns1035_label(value: str) -> list[str]:
     return errs
 
 
-def is_qualified_name(value: str) -> list[str]:
+def _is_qualified_name(value: str) -> list[str]:
     """``[prefix/]name``: a label or annotation key, a finalizer, a condition type."""
     errs: list[str] = []
     parts = value.split("/")
@@ -150,7 +152,7 @@ def is_qualified_name(value: str) -> list[str]:
         if not prefix:
             errs.append("prefix part must be non-empty")
         else:
-            errs.extend("prefix part " + m for m in is_dns1123_subdomain(prefix))
+            errs.extend("prefix part " + m for m in _is_dns1123_subdomain(prefix))
     else:
         return [
             "a qualified name "
@@ -169,7 +171,7 @@ def is_qualified_name(value: str) -> list[str]:
     return errs
 
 
-def is_valid_label_value(value: str) -> list[str]:
+def _is_valid_label_value(value: str) -> list[str]:
     errs = []
     if len(value) > LABEL_VALUE_MAX:
         errs.append(_max_len(LABEL_VALUE_MAX))
@@ -185,6 +187,31 @@ def is_valid_label_value(value: str) -> list[str]:
             )
         )
     return errs
+
+
+CACHED_LENGTH = DNS1123_SUBDOMAIN_MAX
+"""Strings up to this long have their verdict remembered: the same label keys and values,
+finalizers and toleration keys recur in every object of a kind, and checking them is a
+regular expression or two each time. Longer ones (invalid anyway, and unbounded) are checked
+afresh, so the caches hold at most ``_CACHE_SIZE`` short strings each."""
+_CACHE_SIZE = 4096
+
+
+def _remembered(check: Callable[[str], list[str]]) -> Callable[[str], list[str]]:
+    @lru_cache(maxsize=_CACHE_SIZE)
+    def cached(value: str) -> tuple[str, ...]:
+        return tuple(check(value))
+
+    def verdict(value: str) -> list[str]:
+        return list(cached(value)) if len(value) <= CACHED_LENGTH else check(value)
+
+    verdict.__doc__ = check.__doc__
+    return verdict
+
+
+is_dns1123_subdomain = _remembered(_is_dns1123_subdomain)
+is_qualified_name = _remembered(_is_qualified_name)
+is_valid_label_value = _remembered(_is_valid_label_value)
 
 
 def validate_label_key(key: str) -> list[str]:
