@@ -21,7 +21,10 @@ Figures:
   cost is over the 1-node kubelet of step 1 (its process did not exist before step 2);
 * ``leases fresh``: the share of lease samples — every node's Lease, every ``SAMPLE_PERIOD``
   seconds from nodes Ready to the end, read from a watch — renewed within the lease duration
-  (40 s); ``oldest lease`` the oldest renewal any sample saw; ``nodes ever NotReady`` the nodes
+  (40 s); ``oldest lease`` the oldest renewal any sample saw; ``lease watch lag`` the worst
+  sample's *newest* renewal — with renewals spread over 10 s, a newest one many seconds old means
+  the watch (the apiserver's fan-out, or this process) delivered late, not that kubelets renewed
+  late, and ``oldest lease`` includes that lag; ``nodes ever NotReady`` the nodes
   whose Ready condition left ``True`` at any moment (from the same watch);
 * ``full pod list``: seconds for one ``GET /api/v1/pods`` of all P pods, read to the last byte
   (median of several); ``full pod list rv=0`` the same served from the watch cache.
@@ -176,6 +179,7 @@ class NodeWatch:
     samples: int = 0
     fresh: int = 0
     oldest: float = 0.0
+    lag: float = 0.0
     not_ready: set[str] = field(default_factory=set)
     leases: Informer = field(init=False)
     node_informer: Informer = field(init=False)
@@ -204,7 +208,10 @@ class NodeWatch:
         ages = [lease_age(lease, now=now) for lease in self.leases.list()]
         self.samples += self.nodes
         self.fresh += sum(1 for age in ages if age is not None and age <= LEASE_DURATION)
-        self.oldest = max([self.oldest, *(age for age in ages if age is not None)])
+        known = [age for age in ages if age is not None]
+        if known:
+            self.oldest = max(self.oldest, *known)
+            self.lag = max(self.lag, min(known))
 
     async def _sample_forever(self) -> None:
         await self.every_lease.wait()
@@ -230,6 +237,7 @@ class NodeWatch:
             "leases fresh": self.fresh / self.samples if self.samples else 0.0,
             "lease samples": float(self.samples),
             "oldest lease": self.oldest,
+            "lease watch lag": self.lag,
             "nodes ever NotReady": float(len(self.not_ready)),
         }
 

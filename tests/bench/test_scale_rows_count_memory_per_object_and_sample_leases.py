@@ -72,6 +72,7 @@ async def test_a_lease_sample_counts_every_node_and_not_ready_is_remembered() ->
     figures = watch.figures()
     assert figures["lease samples"] == 6 and figures["leases fresh"] == pytest.approx(4 / 6)
     assert 50 <= figures["oldest lease"] < 60
+    assert 0 <= figures["lease watch lag"] < 10  # each sample saw a lease renewed "now"
     assert figures["nodes ever NotReady"] == 1 and watch.not_ready == {"b"}
 
 
