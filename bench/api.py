@@ -213,24 +213,28 @@ async def _drive(
     return count / (time.perf_counter() - start), latencies
 
 
+async def create_default_account(session: aiohttp.ClientSession) -> None:
+    """The ``default`` namespace's ``default`` ServiceAccount, as the controller-manager makes
+    it in every cluster — without it each pod create takes ServiceAccount admission's miss path
+    (a store read; Kubernetes reads too, then refuses the pod), which no pod create in a running
+    cluster takes. Only for an apiserver: the baselines serve pods alone."""
+    async with session.post(
+        "/api/v1/namespaces/default/serviceaccounts", json={"metadata": {"name": "default"}}
+    ) as resp:
+        if resp.status not in (201, 409):
+            raise RuntimeError(f"default ServiceAccount create answered {resp.status}")
+
+
 async def measure_requests(
     url: str, target: str, *, count: int, in_flight: int, default_account: bool = True
 ) -> list[Figure]:
-    """Creates, then gets, of ``count`` pods. ``default_account`` (an apiserver; not the
-    baseline, which serves pods alone): first create the namespace's ``default``
-    ServiceAccount, as the controller-manager does in every cluster — without it each pod
-    create takes ServiceAccount admission's miss path (a store read; Kubernetes reads too, then
-    refuses the pod), which no pod create in a running cluster takes."""
+    """Creates, then gets, of ``count`` pods; ``default_account``: ``create_default_account``
+    first (an apiserver; not the baseline)."""
     bodies = [json.dumps(pod_body(i)).encode() for i in range(count)]
     connector = aiohttp.TCPConnector(limit=in_flight)
     async with aiohttp.ClientSession(url, connector=connector) as session:
         if default_account:
-            async with session.post(
-                "/api/v1/namespaces/default/serviceaccounts",
-                json={"metadata": {"name": "default"}},
-            ) as resp:
-                if resp.status not in (201, 409):
-                    raise RuntimeError(f"default ServiceAccount create answered {resp.status}")
+            await create_default_account(session)
 
         async def create(i: int) -> None:
             async with session.post(
@@ -316,14 +320,19 @@ class EventCounter:
         return self.count
 
 
-async def measure_fanout(url: str, *, watchers: int, events: int, in_flight: int) -> FanOut:
-    """``events`` pod creates (``in_flight`` at a time) delivered to ``watchers`` watchers.
+async def measure_fanout(
+    url: str, *, watchers: int, events: int, in_flight: int, default_account: bool = True
+) -> FanOut:
+    """``events`` pod creates (``in_flight`` at a time) delivered to ``watchers`` watchers;
+    ``default_account``: ``create_default_account`` first (an apiserver; not the ceiling).
 
     Each watcher counts the events it really received (``EventCounter``) until it has them all
     or the server ends its stream; the figure is the sum, over the time to the last receipt."""
     connector = aiohttp.TCPConnector(limit=0)
     timeout = aiohttp.ClientTimeout(total=None, sock_read=None)
     async with aiohttp.ClientSession(url, connector=connector, timeout=timeout) as session:
+        if default_account:
+            await create_default_account(session)
         async with session.get("/api/v1/namespaces/default/pods") as resp:
             rv = (await resp.json())["metadata"]["resourceVersion"]
         streams = []
