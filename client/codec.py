@@ -11,7 +11,8 @@ What it owns: ``dumps`` (compact JSON bytes, non-ASCII kept as UTF-8 as Go's enc
 
 What it does not guarantee: the bytes are not those of ``json.dumps`` (no ``\\uXXXX`` escapes;
 the same JSON). An integer past 64 bits is read as a float, as the apiserver's codec and
-Kubernetes' own JSON decoding read it; writing one, or a non-string key, falls back to ``json``.
+Kubernetes' own JSON decoding read it; writing one, a non-string key or a lone UTF-16 surrogate
+falls back to ``json`` (ASCII with ``\\u`` escapes, as the client wrote everything before).
 Text orjson refuses (NaN literals, lone UTF-16 surrogates) is read by ``json``, so nothing that
 decoded before fails now; what neither reads raises ``ValueError`` (``json.JSONDecodeError``).
 """
@@ -30,8 +31,8 @@ def dumps(obj: Any) -> bytes:
     """Compact JSON bytes of ``obj``."""
     try:
         return orjson.dumps(obj)
-    except TypeError:  # an integer past 64 bits, a non-str key: the slow path
-        return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+    except TypeError:  # an integer past 64 bits, a non-str key, a lone surrogate: the slow path
+        return json.dumps(obj, separators=(",", ":")).encode()  # ASCII, surrogates as escapes
 
 
 def loads(data: bytes | str) -> Any:

@@ -33,6 +33,11 @@ def test_integers_past_64_bits_read_as_floats_and_write_exactly() -> None:
     assert codec.dumps({1: "x"}) == b'{"1":"x"}'
 
 
+def test_a_lone_surrogate_is_written_escaped_as_json_writes_it() -> None:
+    assert codec.dumps({"a": "\ud800"}) == b'{"a":"\\ud800"}'
+    assert codec.loads(codec.dumps({"a": "\ud800"})) == {"a": "\ud800"}
+
+
 def test_not_json_raises_value_error() -> None:
     with pytest.raises(ValueError):
         codec.loads(b"{not json")
