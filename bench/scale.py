@@ -72,6 +72,7 @@ __all__ = [
     "NodeWatch",
     "available_memory",
     "burst_scenario",
+    "create_seeds",
     "lease_age",
     "per_thousand",
     "scale_scenario",
@@ -302,21 +303,23 @@ def _phase_only(obj: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-async def _create_seeds(
+async def create_seeds(
     url: str, *, pods: int, nodes: int, enough_memory: Callable[[], bool]
 ) -> int:
     """Create up to ``pods`` bound pods, ``SEED_IN_FLIGHT`` at a time; how many were created
     (fewer if ``enough_memory()`` turned false)."""
     names = iter(range(pods))
     created = 0
+    low = False  # set once memory ran low: every worker stops taking names
     headers = {"Content-Type": "application/json"}
     connector = aiohttp.TCPConnector(limit=SEED_IN_FLIGHT)
     async with aiohttp.ClientSession(url, connector=connector) as session:
 
         async def worker() -> None:
-            nonlocal created
+            nonlocal created, low
             for i in names:
-                if i % 1000 == 0 and not enough_memory():
+                low = low or (i % 1000 == 0 and not enough_memory())
+                if low:
                     return
                 async with session.post("/api/v1/namespaces/default/pods", headers=headers,
                                         data=_seed_body(i, nodes=nodes)) as resp:  # fmt: skip
@@ -356,7 +359,7 @@ async def seed_pods(cluster: Cluster, *, pods: int, nodes: int) -> dict[str, flo
         try:
             await informer.wait_synced()
             start = time.perf_counter()
-            created = await _create_seeds(cluster.url, pods=pods, nodes=nodes,
+            created = await create_seeds(cluster.url, pods=pods, nodes=nodes,
                                           enough_memory=lambda: available_memory() > MEMORY_FLOOR)  # fmt: skip
             sent = time.perf_counter() - start
             count.expected = created

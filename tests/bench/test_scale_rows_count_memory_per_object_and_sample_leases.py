@@ -6,16 +6,20 @@ and a tiny seeded scenario really runs on a real cluster. Counts and labels only
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from aiohttp.test_utils import TestServer
 
 from bench.__main__ import DEFAULT_SCALE, main, parse_args
 from bench.harness import Context
-from bench.scale import NodeWatch, per_thousand, scale_scenario
+from bench.scale import NodeWatch, create_seeds, per_thousand, scale_scenario
 from bench.suite import build_registry
 from client.rest import ApiClient
+from services.apiserver.app import make_app
+from services.apiserver.context import ServerOptions
 
 
 def test_scale_option_takes_a_size_and_defaults_to_the_issues_goal() -> None:
@@ -74,6 +78,17 @@ async def test_a_lease_sample_counts_every_node_and_not_ready_is_remembered() ->
     assert 50 <= figures["oldest lease"] < 60
     assert 0 <= figures["lease watch lag"] < 10  # each sample saw a lease renewed "now"
     assert figures["nodes ever NotReady"] == 1 and watch.not_ready == {"b"}
+
+
+async def test_seeding_stops_for_every_worker_once_memory_runs_low(
+    aiohttp_server: Callable[..., Awaitable[TestServer]],
+) -> None:
+    server = await aiohttp_server(make_app(ServerOptions(store_url="memory://")))
+    checks = iter([True])  # enough at pod 0, too little at pod 1,000
+
+    created = await create_seeds(str(server.make_url("")).rstrip("/"), pods=3000, nodes=2,
+                                 enough_memory=lambda: next(checks, False))  # fmt: skip
+    assert created == 1000  # names 0-999; no worker took one after the check failed
 
 
 @pytest.mark.e2e  # an apiserver, scheduler, controller-manager and sim kubelets as processes
