@@ -99,16 +99,16 @@ class CompactObject:
     from the JSON only when a consumer asks for one (``decoded``).
 
     A decoded pod is several times the size of its JSON, and the cache holds every live object
-    plus the last ``capacity`` events: keeping bytes is most of its memory. ``labels`` is the
+    plus the last ``capacity`` events: keeping bytes instead saves most of its memory. ``labels`` is the
     decoded object's own label map; ``fields`` holds ``metadata.name``, ``metadata.namespace``
     and every field the resource declares selectable, as the strings a field selector compares.
     """
 
     __slots__ = ("fields", "json", "labels", "namespace")
 
-    def __init__(self, rt: ResourceType, obj: Obj, json: bytes | None = None) -> None:
+    def __init__(self, rt: ResourceType, obj: Obj) -> None:
         meta = obj.get("metadata") or {}
-        self.json = dumps(obj) if json is None else json
+        self.json = dumps(obj)
         self.namespace = str(meta.get("namespace") or "")
         self.labels: dict[str, str] = meta.get("labels") or _NO_LABELS
         fields = {
