@@ -20,7 +20,7 @@ BOOKMARK every ``bookmark_interval`` seconds of quiet. ``timeoutSeconds`` (defau
 Each batch of ready events is written (and flushed) with one write; the serialised frames come
 from the watch cache, so a thousand watchers of one event cost one ``json.dumps``. While a
 watcher has nothing queued, the cache's feeding task writes its events straight onto the
-connection as ready-made HTTP chunks (``_DirectWriter``), one send per watcher per burst, saving
+connection as ready-made HTTP chunks (``DirectWriter``), one send per watcher per burst, saving
 a task switch and a syscall per watcher per event; a connection with unsent bytes piling up falls back to the queue and its backpressure. Clients that
 asked for Tables (kubectl ``get -w``) get each object as a one-row Table instead.
 
@@ -59,7 +59,7 @@ from services.apiserver.watchcache import (
     WatcherClosed,
 )
 
-__all__ = ["bookmark_frame", "open_watch", "serve"]
+__all__ = ["DirectWriter", "bookmark_frame", "open_watch", "serve"]
 
 log = logging.getLogger(__name__)
 
@@ -212,7 +212,7 @@ DIRECT_WRITE_LIMIT = 256 * 1024
 """Bytes a connection may have unsent before events for it queue up instead (backpressure)."""
 
 
-class _DirectWriter:
+class DirectWriter:
     """Writes deliveries straight onto the connection, from the feeding task, in batches.
 
     Chunks offered within one turn of the event loop are joined into one ``transport.write``
@@ -223,12 +223,18 @@ class _DirectWriter:
     itself.
     """
 
-    def __init__(self, transport: asyncio.Transport, watcher: Watcher, renderer: _Renderer) -> None:
+    def __init__(
+        self,
+        transport: asyncio.Transport,
+        watcher: Watcher,
+        chunk: Callable[[Delivery], bytes] = Delivery.chunk,
+    ) -> None:
         self.transport = transport
         """The connection's transport, taken once: it is the same for the whole watch, and
         a closed connection says so by ``is_closing``."""
         self.watcher = watcher
-        self.chunk = renderer.chunk
+        self.chunk = chunk
+        """A delivery as one HTTP/1.1 chunk (``_Renderer.chunk``)."""
         self.pending: list[bytes] = []
         self.call_soon = asyncio.get_running_loop().call_soon
 
@@ -280,13 +286,13 @@ async def serve(
     if chunked:
         response.enable_chunked_encoding()
     # else aiohttp sends the body unframed and closes the connection after it
-    direct: _DirectWriter | None = None
+    direct: DirectWriter | None = None
     try:
         await response.prepare(request)  # a StreamResponse sends its headers here
         transport = request.transport
         if not table and options.direct_watch_writes and chunked and transport is not None:
             # it writes HTTP chunks
-            direct = _DirectWriter(transport, source.watcher, renderer)
+            direct = DirectWriter(transport, source.watcher, renderer.chunk)
             source.watcher.direct = direct
         next_bookmark = loop.time() + options.bookmark_interval
         while True:
