@@ -99,9 +99,10 @@ class CompactObject:
     from the JSON only when a consumer asks for one (``decoded``).
 
     A decoded pod is several times the size of its JSON, and the cache holds every live object
-    plus the last ``capacity`` events: keeping bytes instead saves most of its memory. ``labels`` is the
-    decoded object's own label map; ``fields`` holds ``metadata.name``, ``metadata.namespace``
-    and every field the resource declares selectable, as the strings a field selector compares.
+    plus the last ``capacity`` events: keeping bytes instead saves most of its memory.
+    ``labels`` is the decoded object's own label map; ``fields`` holds ``metadata.name``,
+    ``metadata.namespace`` and every field the resource declares selectable, as the strings a
+    field selector compares.
     """
 
     __slots__ = ("fields", "json", "labels", "namespace")
