@@ -21,8 +21,9 @@ Each batch of ready events is written (and flushed) with one write; the serialis
 from the watch cache, so a thousand watchers of one event cost one ``json.dumps``. While a
 watcher has nothing queued, the cache's feeding task writes its events straight onto the
 connection as ready-made HTTP chunks (``DirectWriter``), one send per watcher per burst, saving
-a task switch and a syscall per watcher per event; a connection with unsent bytes piling up falls back to the queue and its backpressure. Clients that
-asked for Tables (kubectl ``get -w``) get each object as a one-row Table instead.
+a task switch and a syscall per watcher per event; a connection with unsent bytes piling up
+falls back to the queue and its backpressure. Clients that asked for Tables (kubectl
+``get -w``) get each object as a one-row Table instead.
 
 An HTTP/1.0 client (``curl -0``) cannot take chunked encoding; it gets the same lines unframed,
 and the connection closes at the end of the watch, as Go's net/http serves kube-apiserver's
