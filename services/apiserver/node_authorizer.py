@@ -34,7 +34,7 @@ and this object``), so RBAC may still allow the request (a binding an administra
 Where the relationships come from: the apiserver's own watch caches of pods and volumes
 — never the store, never per request. The index (node -> the objects its pods reference) is
 rebuilt, like RBAC's, only when a request needs it and one of those caches moved since it was
-built, so a pod bound a moment ago grants its node access from the moment its write is in the
+built (decoding only the pods that changed since: the cache holds them as JSON), so a pod bound a moment ago grants its node access from the moment its write is in the
 cache.
 
 Not done (Kubernetes does): ``AuthorizeNodeWithSelectors`` (a node may still list every pod and
@@ -52,7 +52,7 @@ from services.apiserver.bootstrap_policy import NODE_RULES
 from services.apiserver.identity import Decision, RequestAttributes, UserInfo
 from services.apiserver.predicate import Predicate
 from services.apiserver.rbac import Rule, rule_allows
-from services.apiserver.watchcache import WatchCache
+from services.apiserver.watchcache import CompactObject, WatchCache
 
 __all__ = [
     "NODES_GROUP",
@@ -177,24 +177,55 @@ def _objects(cache: WatchCache) -> Iterator[Obj]:
     return (event.obj for event in events)
 
 
-def _build(caches: NodeCaches) -> frozenset[Edge]:
+@dataclass(frozen=True, slots=True)
+class _BoundPod:
+    """What one version of a bound pod adds to the index, worked out once per version: the
+    watch cache keeps pods as JSON, and a rebuild decodes only the pods that changed."""
+
+    state: CompactObject
+    node: str
+    namespace: str
+    references: frozenset[tuple[str, str]]
+
+
+class _BoundPods:
+    """The bound pods of the pod cache, each remembered until its cached state changes."""
+
+    def __init__(self, cache: WatchCache) -> None:
+        self._cache = cache
+        self._known: dict[str, _BoundPod] = {}
+
+    def current(self) -> Iterator[_BoundPod]:
+        events, _ = self._cache.snapshot(Predicate(rt=self._cache.rt))
+        known: dict[str, _BoundPod] = {}
+        for event in events:
+            state = event.current
+            node = state.fields.get("spec.nodeName")
+            if not node:
+                continue
+            pod = self._known.get(event.key)
+            if pod is None or pod.state is not state:
+                references = frozenset(pod_references(state.decoded()))
+                pod = _BoundPod(state, node, state.namespace, references)
+            known[event.key] = pod
+        self._known = known
+        return iter(known.values())
+
+
+def _build(pods: _BoundPods, volumes: WatchCache) -> frozenset[Edge]:
     volume_of: dict[tuple[str, str], str] = {}  # the claim a volume is bound to, by its claimRef
-    for pv in _objects(caches.volumes):
+    for pv in _objects(volumes):
         ref = (pv.get("spec") or {}).get("claimRef") or {}
         if ref.get("name"):
             claim = (str(ref.get("namespace") or ""), str(ref["name"]))
             volume_of[claim] = str((pv.get("metadata") or {}).get("name") or "")
     edges: set[Edge] = set()
-    for pod in _objects(caches.pods):
-        node = (pod.get("spec") or {}).get("nodeName")
-        if not node:
-            continue
-        namespace = str((pod.get("metadata") or {}).get("namespace") or "")
-        for kind, name in pod_references(pod):
-            edges.add((node, kind, namespace, name))
-            volume = volume_of.get((namespace, name)) if kind == CLAIM else None
+    for pod in pods.current():
+        for kind, name in pod.references:
+            edges.add((pod.node, kind, pod.namespace, name))
+            volume = volume_of.get((pod.namespace, name)) if kind == CLAIM else None
             if volume:
-                edges.add((node, VOLUME, "", volume))
+                edges.add((pod.node, VOLUME, "", volume))
     return frozenset(edges)
 
 
@@ -213,13 +244,15 @@ class NodeAuthorizer:
 
     def __init__(self, caches: NodeCaches) -> None:
         self._caches = caches
+        self._pods = _BoundPods(caches.pods)
         self._built_at: tuple[int, int] | None = None
         self._edges: frozenset[Edge] = frozenset()
 
     def _related(self, node: str, kind: str, namespace: str, name: str) -> bool:
         revisions = self._caches.revisions()
         if revisions != self._built_at:
-            self._edges, self._built_at = _build(self._caches), revisions
+            self._edges = _build(self._pods, self._caches.volumes)
+            self._built_at = revisions
         return (node, kind, namespace, name) in self._edges
 
     async def authorize(self, attrs: RequestAttributes) -> tuple[Decision, str]:

@@ -13,7 +13,9 @@ another claim. Then, over HTTPS with ``system:node:node1``'s client certificate
   ``kube-node-lease``, the status, deletion and eviction of a pod bound to another node, an
   update of its own pod's spec (no node rule grants it);
 * allowed: its own pod's Secret and ConfigMap (get, and watch by name as the kubelet does), its
-  claim and the volume bound to it, its own Node's labels, its own Lease, its own pod's status, and deleting its own pod.
+  claim and the volume bound to it, its own Node's labels, its own Lease, its own pod's status, and deleting its own pod;
+* followed: a pod's Secret becomes readable when the pod is bound to the node, stays so across
+  the pod's status writes, and is refused again once the pod is gone.
 """
 
 from __future__ import annotations
@@ -269,3 +271,23 @@ def test_a_node_is_allowed_its_own(cluster: Cluster) -> None:
     assert {what: a.code for what, a in allowed.items()} == dict.fromkeys(allowed, 200)
     assert len(allowed) == 9
     assert cluster.admin("GET", f"{LEASES}/node1")["spec"]["leaseDurationSeconds"] == 41
+
+
+def test_a_nodes_access_follows_its_pods_binding_and_deletion(cluster: Cluster) -> None:
+    cluster.admin("POST", SECRETS, secret("later"))
+    p3 = pod("p3")
+    p3["spec"]["volumes"] = [{"name": "s", "secret": {"secretName": "later"}}]
+    cluster.admin("POST", PODS, p3)
+    assert cluster.call("GET", f"{SECRETS}/later").code == 403  # p3 is bound to no node yet
+    binding = {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": "p3"},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": "node1"},
+    }
+    cluster.admin("POST", f"{PODS}/p3/binding", binding)
+    poll_until(lambda: cluster.call("GET", f"{SECRETS}/later").code == 200, what="p3 bound")
+    assert cluster.call("PATCH", f"{PODS}/p3/status", running("p3")).code == 200
+    assert cluster.call("GET", f"{SECRETS}/later").code == 200  # a new version, the same refs
+    cluster.admin("DELETE", f"{PODS}/p3", {"gracePeriodSeconds": 0})
+    poll_until(lambda: cluster.call("GET", f"{SECRETS}/later").code == 403, what="p3 gone")
