@@ -127,8 +127,9 @@ def serve_baseline() -> None:
 
 
 @contextlib.asynccontextmanager
-async def server_process(argv: list[str]) -> AsyncIterator[str]:
-    """Start a server process; yield its URL (read from its 'listening on' line)."""
+async def server_process(argv: list[str], *, pids: list[int] | None = None) -> AsyncIterator[str]:
+    """Start a server process; yield its URL (read from its 'listening on' line). ``pids``, if
+    given, gets the process's pid (for a profiler to attach to)."""
     proc = await asyncio.create_subprocess_exec(
         *argv,
         cwd=ROOT,
@@ -136,6 +137,8 @@ async def server_process(argv: list[str]) -> AsyncIterator[str]:
         stderr=subprocess.PIPE,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
+    if pids is not None:
+        pids.append(proc.pid)
     assert proc.stderr is not None
     try:
         url = None

@@ -1,0 +1,149 @@
+"""Pod status writes/s through the real apiserver, beside pod creates/s in the same run.
+
+Why: in an RC's burst the kubelet's ``PUT pods/NAME/status`` (one per pod) cost the apiserver as
+much CPU as all the pod's creates together (bench/README.md, issue 23). This drives that write
+alone, as the kubelet's status manager sends it — the pod as last read, ``metadata`` and
+``managedFields`` included, with a Running status (conditions, container statuses, IPs) — so its
+cost can be measured and profiled without a cluster around it.
+
+Layout: the apiserver is its own process (``python -m services.apiserver``, the store named by
+``--store``), the client this one. N pods are created (``--concurrency`` in flight), each is read
+back, then each one's status is PUT once; the figures are creates/s and status writes/s, and
+their ratio (both measured in the same run, so the ratio is what to compare across runs).
+``--profile FILE`` records the apiserver with py-spy during the status writes only.
+
+Run: ``python -m bench.status_writes [-n N] [--concurrency C] [--store URL] [--profile FILE]``.
+Prints one table; not a test (nothing is asserted).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from bench.api import apiserver_argv, create_default_account, pod_body, server_process
+from bench.profile import profiling, summarize
+
+
+def running_status(pod: dict[str, Any]) -> dict[str, Any]:
+    """What a kubelet writes when the pod's one container has started."""
+    now = "2026-01-01T00:00:00Z"
+    conditions = [
+        {"type": t, "status": "True", "lastProbeTime": None, "lastTransitionTime": now}
+        for t in ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady")
+    ]
+    return {
+        **(pod.get("status") or {}),
+        "phase": "Running",
+        "conditions": [*conditions, *(pod.get("status") or {}).get("conditions", [])],
+        "hostIP": "127.0.0.2",
+        "hostIPs": [{"ip": "127.0.0.2"}],
+        "podIP": "10.244.0.7",
+        "podIPs": [{"ip": "10.244.0.7"}],
+        "startTime": now,
+        "containerStatuses": [
+            {
+                "name": "main",
+                "image": "nginx:1.27",
+                "imageID": "sim://nginx:1.27",
+                "containerID": f"sim://{pod['metadata']['uid']}/main",
+                "ready": True,
+                "started": True,
+                "restartCount": 0,
+                "state": {"running": {"startedAt": now}},
+                "lastState": {},
+            }
+        ],
+    }
+
+
+async def _drive(call: Any, *, count: int, in_flight: int) -> float:
+    indices = iter(range(count))
+
+    async def worker() -> None:
+        for i in indices:
+            await call(i)
+
+    start = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(in_flight)))
+    return count / (time.perf_counter() - start)
+
+
+async def measure(
+    url: str, *, count: int, in_flight: int, pid: int, profile: Path | None
+) -> tuple[float, float]:
+    """(creates/s, status writes/s) of ``count`` pods."""
+    bodies = [json.dumps(pod_body(i)).encode() for i in range(count)]
+    headers = {"Content-Type": "application/json"}
+    pods: list[dict[str, Any]] = [{} for _ in range(count)]
+    connector = aiohttp.TCPConnector(limit=in_flight)
+    async with aiohttp.ClientSession(url, connector=connector) as session:
+        await create_default_account(session)
+
+        async def create(i: int) -> None:
+            async with session.post(
+                "/api/v1/namespaces/default/pods", data=bodies[i], headers=headers
+            ) as resp:
+                if resp.status != 201:
+                    raise RuntimeError(f"create answered {resp.status}")
+                pods[i] = await resp.json()
+
+        async def write_status(i: int) -> None:
+            pod = pods[i]
+            body = json.dumps({**pod, "status": running_status(pod)}).encode()
+            path = f"/api/v1/namespaces/default/pods/{pod['metadata']['name']}/status"
+            async with session.put(path, data=body, headers=headers) as resp:
+                await resp.read()
+                if resp.status != 200:
+                    raise RuntimeError(f"status write answered {resp.status}")
+
+        creates = await _drive(create, count=count, in_flight=in_flight)
+        recording = (
+            profiling(pid=pid, out=profile) if profile is not None else contextlib.nullcontext()
+        )
+        async with recording:
+            writes = await _drive(write_status, count=count, in_flight=in_flight)
+    return creates, writes
+
+
+async def run(args: argparse.Namespace) -> str:
+    with tempfile.TemporaryDirectory(prefix="kubelite-bench-status-") as tmp:
+        store = args.store or f"sqlite:///{tmp}/api.db"
+        pids: list[int] = []
+        async with server_process(apiserver_argv(store), pids=pids) as url:
+            creates, writes = await measure(
+                url, count=args.n, in_flight=args.concurrency, pid=pids[0], profile=args.profile
+            )
+    lines = [
+        f"pod status writes: {args.n} pods, {args.concurrency} in flight, store {store}",
+        f"{'creates/s':>10} {'status writes/s':>16} {'writes/creates':>15}",
+        f"{creates:>10,.0f} {writes:>16,.0f} {writes / creates:>15.2f}",
+    ]
+    if args.profile is not None:
+        lines += ["", summarize(args.profile, top=25)]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.status_writes", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("-n", type=int, default=2000, help="pods (default 2000)")
+    parser.add_argument("--concurrency", type=int, default=32, help="requests in flight")
+    parser.add_argument("--store", default=None, help="store URL (default: SQLite in a tmp dir)")
+    parser.add_argument("--profile", type=Path, default=None, help="py-spy the status writes")
+    args = parser.parse_args(argv)
+    print(asyncio.run(run(args)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
