@@ -508,6 +508,36 @@ def from_fields_v1(tree: Any, prefix: Path = ()) -> set[Path]:
     return out
 
 
+def _read_fields_v1(tree: Any) -> tuple[set[Path], bool]:
+    """``from_fields_v1(tree)``, and whether ``tree`` is exactly ``fields_v1`` of that set —
+    the same keys in the same order — so that an entry whose fields stay as read can be written
+    back as it came, without building and sorting the tree again."""
+    out: set[Path] = set()
+    if not isinstance(tree, dict):
+        return out, False
+    return out, _read_node(tree, (), out) and "." not in tree
+
+
+def _read_node(node: Obj, prefix: Path, out: set[Path]) -> bool:
+    """Add the paths under ``node`` (a non-empty dict at ``prefix``) to ``out``; True when the
+    node is in ``fields_v1``'s form: keys sorted, every value a dict, ``"."`` (if any) ``{}``
+    beside other keys."""
+    canonical = list(node) == sorted(node)
+    for element, child in node.items():
+        if element == ".":
+            if prefix:
+                out.add(prefix)
+            canonical = canonical and child == {} and len(node) > 1
+            continue
+        path = (*prefix, element)
+        if isinstance(child, dict) and child:
+            canonical = _read_node(child, path, out) and canonical
+        else:
+            out.add(path)
+            canonical = canonical and isinstance(child, dict)
+    return canonical
+
+
 def path_string(path: Path) -> str:
     """A path as structured-merge-diff prints it: ``.spec.ports[containerPort=80,protocol="TCP"]``."""
     parts = []
@@ -566,6 +596,9 @@ class Entry:
     api_version: str
     time: str | None
     fields: set[Path]
+    wire: Obj | None = None
+    """``fields_v1(fields)`` when already at hand (the entry's fieldsV1 as read, in that exact
+    form); None once ``fields`` change."""
 
 
 def _rfc3339(value: Any) -> str | None:
@@ -614,10 +647,13 @@ class Managers:
                 item["operation"],
                 str(item.get("subresource") or ""),
             )
+            raw = item.get("fieldsV1")
+            fields, canonical = _read_fields_v1(raw)
             out.entries[key] = Entry(
                 api_version=str(item.get("apiVersion") or ""),
                 time=_rfc3339(item.get("time")),
-                fields=from_fields_v1(item.get("fieldsV1")),
+                fields=fields,
+                wire=raw if canonical else None,
             )
         return out
 
@@ -629,7 +665,10 @@ class Managers:
         )
         return [
             wire_entry(
-                key, api_version=entry.api_version, time=entry.time, fields=fields_v1(entry.fields)
+                key,
+                api_version=entry.api_version,
+                time=entry.time,
+                fields=fields_v1(entry.fields) if entry.wire is None else entry.wire,
             )
             for key, entry in ordered
         ]
@@ -654,10 +693,13 @@ class Managers:
         ]
         if conflicts and not force:
             raise ApplyConflicts(conflicts)
+        lost = changed | compared.removed
         for key, entry in list(self.entries.items()):
             if key == but:
                 continue
-            entry.fields -= changed | compared.removed
+            if not entry.fields.isdisjoint(lost):
+                entry.fields -= lost
+                entry.wire = None
             if not entry.fields:
                 del self.entries[key]
 
@@ -672,6 +714,8 @@ class Managers:
         previous = self.entries.get(key)
         owned = (previous.fields if previous else set()) - compared.removed | compared.changed
         self._set(key, owned, api_version=api_version, now=now)
+        if previous is not None and previous.fields == owned and owned:
+            self.entries[key].wire = previous.wire  # the same fields, written at a new time
 
     def apply(
         self,
