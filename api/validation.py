@@ -2625,6 +2625,8 @@ def _tolerations_only_added(old: Any, new: Any) -> bool:
 
 def _pod_update(new: dict[str, Any], old: dict[str, Any]) -> list[Cause]:
     new_spec, old_spec = _map(new.get("spec")), _map(old.get("spec"))
+    if new_spec == old_spec:  # a status or metadata write: nothing to overlay
+        return []
     # overlay what may change onto a copy of the old spec; anything else left different is refused
     merged = json.loads(json.dumps(old_spec))
     for list_name in ("containers", "initContainers"):

@@ -201,8 +201,13 @@ def _set_template_generation(obj: Obj, generation: int) -> None:
 
 
 def prepare_for_status_update(rt: ResourceType, new: Obj, old: Obj) -> Obj:
-    """The stored object with only its status taken from ``new``."""
-    out = copy.deepcopy(old)
+    """The stored object with only its status taken from ``new``.
+
+    The result has its own ``metadata`` (shallow) and a copy of ``new``'s status; everything
+    else is ``old``'s own values, shared, not copied — ``old`` is the caller's freshly decoded
+    object, and nothing downstream of a status write changes a spec in place (a webhook's patch
+    works on a copy)."""
+    out = {**old, "metadata": dict(old.get("metadata") or {})}
     if "status" in new:
         out["status"] = copy.deepcopy(new["status"])
     else:
