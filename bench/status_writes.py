@@ -7,9 +7,10 @@ alone, as the kubelet's status manager sends it — the pod as last read, ``meta
 cost can be measured and profiled without a cluster around it.
 
 Layout: the apiserver is its own process (``python -m services.apiserver``, the store named by
-``--store``), the client this one. N pods are created (``--concurrency`` in flight), each is read
-back, then each one's status is PUT once; the figures are creates/s and status writes/s, and
-their ratio (both measured in the same run, so the ratio is what to compare across runs).
+``--store``), the client this one. N pods are created (``--concurrency`` in flight), each one's answer
+kept, then each one's status is PUT once; the figures are creates and status writes per second
+and the apiserver's CPU ms per request (``/proc``: steadier than rates on a shared machine),
+and their ratios (both measured in the same run: the ratios are what to compare across runs).
 ``--profile FILE`` records the apiserver with py-spy during the status writes only.
 
 Run: ``python -m bench.status_writes [-n N] [--concurrency C] [--store URL] [--profile FILE]``.
@@ -22,8 +23,10 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -65,22 +68,35 @@ def running_status(pod: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-async def _drive(call: Any, *, count: int, in_flight: int) -> float:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU the process has used so far (``/proc/PID/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True, slots=True)
+class Rate:
+    per_s: float
+    cpu_ms: float
+    """The apiserver's CPU per request: steadier than requests/s on a loaded machine."""
+
+
+async def _drive(call: Any, *, count: int, in_flight: int, pid: int) -> Rate:
     indices = iter(range(count))
 
     async def worker() -> None:
         for i in indices:
             await call(i)
 
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), cpu_seconds(pid)
     await asyncio.gather(*(worker() for _ in range(in_flight)))
-    return count / (time.perf_counter() - start)
+    return Rate(count / (time.perf_counter() - start), (cpu_seconds(pid) - cpu) * 1e3 / count)
 
 
 async def measure(
     url: str, *, count: int, in_flight: int, pid: int, profile: Path | None
-) -> tuple[float, float]:
-    """(creates/s, status writes/s) of ``count`` pods."""
+) -> tuple[Rate, Rate]:
+    """(creates, status writes) of ``count`` pods."""
     bodies = [json.dumps(pod_body(i)).encode() for i in range(count)]
     headers = {"Content-Type": "application/json"}
     pods: list[dict[str, Any]] = [{} for _ in range(count)]
@@ -105,12 +121,12 @@ async def measure(
                 if resp.status != 200:
                     raise RuntimeError(f"status write answered {resp.status}")
 
-        creates = await _drive(create, count=count, in_flight=in_flight)
+        creates = await _drive(create, count=count, in_flight=in_flight, pid=pid)
         recording = (
             profiling(pid=pid, out=profile) if profile is not None else contextlib.nullcontext()
         )
         async with recording:
-            writes = await _drive(write_status, count=count, in_flight=in_flight)
+            writes = await _drive(write_status, count=count, in_flight=in_flight, pid=pid)
     return creates, writes
 
 
@@ -124,8 +140,11 @@ async def run(args: argparse.Namespace) -> str:
             )
     lines = [
         f"pod status writes: {args.n} pods, {args.concurrency} in flight, store {store}",
-        f"{'creates/s':>10} {'status writes/s':>16} {'writes/creates':>15}",
-        f"{creates:>10,.0f} {writes:>16,.0f} {writes / creates:>15.2f}",
+        f"{'':<14} {'per s':>8} {'cpu ms':>7}",
+        f"{'creates':<14} {creates.per_s:>8,.0f} {creates.cpu_ms:>7.3f}",
+        f"{'status writes':<14} {writes.per_s:>8,.0f} {writes.cpu_ms:>7.3f}",
+        f"status writes / creates: {writes.per_s / creates.per_s:.2f} per s, "
+        f"{writes.cpu_ms / creates.cpu_ms:.2f} cpu ms",
     ]
     if args.profile is not None:
         lines += ["", summarize(args.profile, top=25)]
