@@ -303,6 +303,25 @@ def _phase_only(obj: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+SEED_ATTEMPTS = 5
+"""Tries per seeded pod: a loaded apiserver may reset a kept-alive connection under a request."""
+
+
+async def _create_seed(session: aiohttp.ClientSession, body: bytes) -> None:
+    """POST one seeded pod; a connection reset is retried, and then ``409 AlreadyExists`` means
+    the earlier attempt did create it (the name is fixed)."""
+    for attempt in range(1, SEED_ATTEMPTS + 1):
+        try:
+            async with session.post("/api/v1/namespaces/default/pods", data=body,
+                                    headers={"Content-Type": "application/json"}) as resp:  # fmt: skip
+                if resp.status == 201 or (resp.status == 409 and attempt > 1):
+                    return
+                raise RuntimeError(f"seed create answered {resp.status}: {await resp.text()}")
+        except (aiohttp.ClientOSError, aiohttp.ServerDisconnectedError):
+            if attempt == SEED_ATTEMPTS:
+                raise
+
+
 async def create_seeds(
     url: str, *, pods: int, nodes: int, enough_memory: Callable[[], bool]
 ) -> int:
@@ -311,7 +330,6 @@ async def create_seeds(
     names = iter(range(pods))
     created = 0
     low = False  # set once memory ran low: every worker stops taking names
-    headers = {"Content-Type": "application/json"}
     connector = aiohttp.TCPConnector(limit=SEED_IN_FLIGHT)
     async with aiohttp.ClientSession(url, connector=connector) as session:
 
@@ -321,12 +339,7 @@ async def create_seeds(
                 low = low or (i % 1000 == 0 and not enough_memory())
                 if low:
                     return
-                async with session.post("/api/v1/namespaces/default/pods", headers=headers,
-                                        data=_seed_body(i, nodes=nodes)) as resp:  # fmt: skip
-                    if resp.status != 201:
-                        raise RuntimeError(
-                            f"seed create answered {resp.status}: {await resp.text()}"
-                        )
+                await _create_seed(session, _seed_body(i, nodes=nodes))
                 created += 1
 
         await asyncio.gather(*(worker() for _ in range(SEED_IN_FLIGHT)))
