@@ -431,25 +431,27 @@ def prune(shape: Shape, obj: Obj, *, drop: set[Path], keep: set[Path]) -> None:
 
 
 def fields_v1(paths: Iterable[Path]) -> Obj:
-    """The FieldsV1 tree of a field set (``".": {}`` marks an owned node that has children)."""
+    """The FieldsV1 tree of a field set (``".": {}`` marks an owned node that has children).
+
+    Built in one pass over the paths in sorted order, which gives every node its keys in sorted
+    order (``"."`` sorts before every element) and visits an owned path before the paths under
+    it: a node that already existed, empty, when a child is added under it was itself a path,
+    so it gets its ``"."`` first."""
+    ordered = sorted(paths)
     root: Obj = {}
-    members: list[Path] = []
-    for path in paths:
-        node = root
+    for path in ordered:
+        node, made = root, not (ordered and ordered[0] == ())
         for element in path:
-            node = node.setdefault(element, {})
-        members.append(path)
-    for path in members:
-        node = root
-        for element in path:
-            node = node[element]
-        if node and "." not in node:
-            node["."] = {}
-    return _sorted_tree(root)
-
-
-def _sorted_tree(node: Obj) -> Obj:
-    return {k: _sorted_tree(node[k]) for k in sorted(node)}
+            child = node.get(element)
+            if child is None:
+                if not node and not made:
+                    node["."] = {}
+                child = node[element] = {}
+                made = True
+            else:
+                made = False
+            node = child
+    return root
 
 
 def created_fields_v1(shape: Shape, value: Obj) -> Obj:

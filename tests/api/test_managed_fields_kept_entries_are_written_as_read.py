@@ -105,3 +105,18 @@ def test_a_manager_writing_the_same_fields_again_keeps_its_tree_with_a_new_time(
     out = status_update(managed, pod({"phase": "Pending"}), pod({"phase": "Running"}))
     assert out[1]["fieldsV1"] is status_fields
     assert out[1]["time"] == "2026-01-02T00:00:00Z"
+
+
+def test_fields_v1_is_built_with_sorted_keys_and_dots_first_whatever_the_order_given() -> None:
+    paths = [
+        ("f:spec", "f:containers", 'k:{"name":"main"}', "f:name"),
+        ("f:metadata", "f:labels", "f:app"),
+        ("f:spec", "f:containers", 'k:{"name":"main"}'),
+        ("f:metadata", "f:labels"),
+        ("f:spec", "f:containers", 'k:{"name":"main"}', "f:image"),
+        ("f:spec", "f:restartPolicy"),
+    ]
+    for given in (paths, paths[::-1]):
+        assert json.dumps(fields_v1(given)) == json.dumps(SPEC_FIELDS)
+    assert fields_v1([]) == {}
+    assert fields_v1([("f:status",)]) == {"f:status": {}}
