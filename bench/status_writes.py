@@ -14,7 +14,8 @@ and their ratios (both measured in the same run: the ratios are what to compare 
 ``--profile FILE`` records the apiserver with py-spy during the status writes only.
 
 Run: ``python -m bench.status_writes [-n N] [--concurrency C] [--store URL] [--profile FILE]``.
-Prints one table; not a test (nothing is asserted).
+Prints one table; not a test (nothing is asserted). In ``python -m bench`` it is the
+``status-writes`` row (500 pods with ``--quick``, else 2,000; each figure beside the create's).
 """
 
 from __future__ import annotations
@@ -33,7 +34,10 @@ from typing import Any
 import aiohttp
 
 from bench.api import apiserver_argv, create_default_account, pod_body, server_process
+from bench.harness import Context, Figure, collect_rounds, figure
 from bench.profile import profiling, summarize
+
+SCENARIO = "status-writes"
 
 
 def running_status(pod: dict[str, Any]) -> dict[str, Any]:
@@ -149,6 +153,39 @@ async def run(args: argparse.Namespace) -> str:
     if args.profile is not None:
         lines += ["", summarize(args.profile, top=25)]
     return "\n".join(lines)
+
+
+async def run_scenario(ctx: Context) -> list[Figure]:
+    """The suite's row: status writes beside creates, per second and in apiserver CPU."""
+    count = 500 if ctx.quick else 2000
+
+    async def once(index: int) -> dict[str, float]:
+        workdir = ctx.workdir / f"{SCENARIO}-{index}"
+        workdir.mkdir(parents=True, exist_ok=True)
+        pids: list[int] = []
+        async with server_process(apiserver_argv(f"sqlite:///{workdir}/api.db"), pids=pids) as url:
+            creates, writes = await measure(
+                url, count=count, in_flight=32, pid=pids[0], profile=None
+            )
+        return {
+            "create": creates.per_s,
+            "status write": writes.per_s,
+            "create cpu": creates.cpu_ms,
+            "status write cpu": writes.cpu_ms,
+        }
+
+    rounds = await collect_rounds(once, rounds=ctx.rounds)
+    note = f"{count} pods, 32 in flight, SQLite store, the kubelet's status PUT"
+    return [
+        figure(SCENARIO, "create", unit="req/s", samples=rounds["create"], note=note),
+        figure(SCENARIO, "status write", unit="req/s", samples=rounds["status write"],
+               ceiling=f"{SCENARIO}/create", note=note),
+        figure(SCENARIO, "create cpu", unit="cpu ms/req", samples=rounds["create cpu"],
+               note="the apiserver's CPU (/proc) per request"),
+        figure(SCENARIO, "status write cpu", unit="cpu ms/req",
+               samples=rounds["status write cpu"], ceiling=f"{SCENARIO}/create cpu",
+               note="the apiserver's CPU (/proc) per request"),
+    ]  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:

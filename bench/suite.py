@@ -228,6 +228,12 @@ async def run_apply_rate(ctx: Context) -> list[Figure]:
     return await apply_rate.run(ctx)
 
 
+async def run_status_writes(ctx: Context) -> list[Figure]:
+    from bench import status_writes
+
+    return await status_writes.run_scenario(ctx)
+
+
 async def run_writes_per_pod(ctx: Context) -> list[Figure]:
     from bench import writes_per_pod
 
@@ -284,6 +290,9 @@ def build_registry(*, scale: tuple[int, int] | None = None) -> Registry:
                  "custom-object creates/s (CRD schema with CEL rules) beside Pod creates/s"),
         Scenario("apply-rate", "api", run_apply_rate,
                  "server-side applies/s beside updates/s of the same ConfigMaps"),
+        Scenario("status-writes", "api", run_status_writes,
+                 "pod status PUTs/s and apiserver CPU per PUT, as the kubelet sends them, beside "
+                 "pod creates"),
         Scenario("e2e-etcd-1-vs-3-apiservers", "e2e", run_ha_e2e,
                  "RC of 1,000 pods on 100 sim nodes on etcd: 1 apiserver beside 3 behind "
                  "kubelite front (pods/s ratio)", quick=False),
