@@ -103,4 +103,4 @@ async def test_a_seeded_scale_scenario_holds_its_pods_and_reports_per_object_mem
     for process in ("apiserver", "scheduler", "controller-manager", "kubelet-0"):
         assert f"RSS {process} per 1,000 pods" in figures
         assert f"RSS {process} per 1,000 nodes" in figures
-    assert "full pod list rv=0" in figures
+    assert "full pod list rv=0" in figures and figures["pods listed"] == 6
