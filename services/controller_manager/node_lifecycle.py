@@ -231,7 +231,7 @@ class NodeLifecycleController:
         silent_for = self._now() - h.probe
         requeue: float | None = None
         if silent_for > grace:
-            node = await self._mark_unknown(node, h)
+            node = await self._mark_unknown(node, h, grace)
         else:
             requeue = grace - silent_for + 0.05
         self._recheck_disruption(node)
@@ -243,7 +243,7 @@ class NodeLifecycleController:
             await self._mark_pods_not_ready(name)
         return requeue
 
-    async def _mark_unknown(self, node: Obj, h: _Health) -> Obj:
+    async def _mark_unknown(self, node: Obj, h: _Health, grace: float) -> Obj:
         conditions = (node.get("status") or {}).get("conditions") or []
         if all(
             any(c.get("type") == t and c.get("status") == "Unknown" for c in conditions)
@@ -254,6 +254,11 @@ class NodeLifecycleController:
         was_ready = ready_status(node) == "True"
 
         def unknown(fresh: Obj) -> bool:
+            beat = _heartbeat(fresh)
+            if beat and beat != h.heartbeat:  # a status post the informer has not shown yet
+                h.heartbeat, h.probe = beat, self._now()
+            if self._now() - h.probe <= grace:
+                return False  # renewed or posted while the node was being read
             now = now_time()
             status = fresh.setdefault("status", {})
             current = {c.get("type"): c for c in status.get("conditions") or []}
@@ -288,6 +293,8 @@ class NodeLifecycleController:
             )
         except NotFound:
             return node
+        if self._now() - h.probe <= grace:
+            return written
         log.warning(
             "node %s: no lease renewal or status for %.0fs (grace %.0fs); marked Unknown",
             name, self._now() - h.probe, self.grace_period,
