@@ -43,7 +43,7 @@ from typing import Any
 from api.registry import REGISTRY, ResourceType
 from client.cache import NODE_NAME_INDEX
 from client.events import EventRecorder
-from client.informer import Informer
+from client.informer import Informer, strip_managed_fields
 from client.rest import ApiClient
 from services.kubelet.metrics import MeasuredRuntime
 from services.kubelet.node_status import NodeAgent, NodeConfig, Pressure
@@ -116,6 +116,7 @@ class NodeKubelet:
             _pods(),
             field_selector=f"spec.nodeName={config.name}",
             name=f"pods@{config.name}",
+            transform=strip_managed_fields,
         )
         self.workers: dict[str, PodWorker] = {}
         self._by_name: dict[tuple[str, str], str] = {}

@@ -36,7 +36,7 @@ from aiohttp import web
 
 from api.registry import REGISTRY
 from client.events import EventRecorder
-from client.informer import Informer
+from client.informer import Informer, strip_managed_fields
 from client.kubeconfig import ClientConfig
 from client.rest import ApiClient
 from component.errors import Fatal
@@ -257,7 +257,11 @@ class KubeletService:
         pods = REGISTRY.get("", "v1", "pods")
         assert pods is not None
         informer = Informer(
-            self.client, pods, field_selector="spec.nodeName!=", name="pods@sim-nodes"
+            self.client,
+            pods,
+            field_selector="spec.nodeName!=",
+            name="pods@sim-nodes",
+            transform=strip_managed_fields,  # the status writes keep the stored entries
         )
 
         def node_of(pod: dict[str, Any]) -> NodeKubelet | None:
