@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Awaitable
 from importlib.metadata import version
 
 import aiohttp
 import pytest
 
+from kubelite.testing.waiting import apoll_until
 from tests import factories
 from tests.factories import Obj, sh
 from tests.kubelet.conftest import Cluster
@@ -48,7 +50,14 @@ async def test_busybox_pod_runs_and_its_log_holds_hello(cluster: Cluster) -> Non
     assert cs["ready"] and cs["started"] and cs["restartCount"] == 0
     assert "running" in cs["state"] and cs["containerID"].startswith("process://")
     assert cs["image"] == "busybox" and cs["imageID"].startswith("busybox@sha256:")
-    assert "hello" in await pod_log(cluster, "hello")
+    # Running means the process started, not that its echo has reached the log yet
+    await apoll_until(
+        lambda: _holds(pod_log(cluster, "hello"), "hello"), what="hello in the pod's log"
+    )
+
+
+async def _holds(text: Awaitable[str], part: str) -> bool:
+    return part in await text
 
 
 async def test_nginx_pod_answers_http_on_its_pod_ip(cluster: Cluster) -> None:
