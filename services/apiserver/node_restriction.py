@@ -124,13 +124,7 @@ async def admit_named(request: web.Request, ctx: ApiContext, write: Write) -> No
 
 
 async def _pod(ctx: ApiContext, namespace: str | None, name: str) -> Obj | None:
-    pods = ctx.resource("", "pods")
-    cache = ctx.cache(pods)
-    if cache is not None and cache.ready.is_set():
-        event = cache.lookup(pods.key(namespace, name))
-        if event is not None:
-            return event.obj
-    return await ctx.storage(pods).get_or_none(namespace, name)
+    return await ctx.cached_get(ctx.resource("", "pods"), namespace, name)
 
 
 def _node_name(pod: Obj | None) -> str:

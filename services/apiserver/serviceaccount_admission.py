@@ -65,13 +65,7 @@ def _forbidden(pod: Obj, message: str) -> Forbidden:
 
 
 async def _account(ctx: ApiContext, namespace: str, name: str) -> Obj | None:
-    rt = ctx.resource("", "serviceaccounts")
-    cache = ctx.cache(rt)
-    if cache is not None and cache.ready.is_set():
-        event = cache.lookup(rt.key(namespace, name))
-        if event is not None:
-            return event.obj
-    return await ctx.storage(rt).get_or_none(namespace, name)
+    return await ctx.cached_get(ctx.resource("", "serviceaccounts"), namespace, name)
 
 
 def _containers(spec: Obj) -> Iterator[Obj]:
