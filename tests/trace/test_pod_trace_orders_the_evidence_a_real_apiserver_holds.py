@@ -225,19 +225,24 @@ def test_a_step_known_to_the_second_is_placed_after_the_precise_steps_that_prece
         "spec": {"nodeName": "node1", "containers": [{"name": "main"}]},
         "status": {"startTime": format_time(second)},
     }  # fmt: skip
-    scheduled: Obj = {
-        "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default", "uid": "u1"},
-        "reason": "Scheduled",
-        "message": "Successfully assigned default/p to node1",
-        "reportingComponent": "default-scheduler",
-        "eventTime": scheduled_at.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
-    }
+    scheduled = scheduled_event("p", "u1", scheduled_at)
     steps = pod_trace(traced, [scheduled])
     assert [(s.step, s.offset) for s in steps] == [
         ("created", 0.0),
         ("scheduled", 0.42),
         ("seen by kubelet", 0.42),
     ]
+
+
+def scheduled_event(pod: str, uid: str, at: datetime) -> Obj:
+    """The scheduler's ``Scheduled`` Event for ``default/<pod>`` on node1, at microseconds."""
+    return {
+        "involvedObject": {"kind": "Pod", "name": pod, "namespace": "default", "uid": uid},
+        "reason": "Scheduled",
+        "message": f"Successfully assigned default/{pod} to node1",
+        "reportingComponent": "default-scheduler",
+        "eventTime": at.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+    }
 
 
 def assert_monotonic(steps: list[TraceStep]) -> None:
@@ -264,13 +269,7 @@ def test_a_creation_reported_after_the_pods_binding_is_placed_before_it() -> Non
                      "ownerReferences": [{"kind": "ReplicaSet", "name": "web", "uid": "rs1"}]},
         "spec": {"nodeName": "node1", "containers": [{"name": "main"}]},
     }  # fmt: skip
-    scheduled: Obj = {
-        "involvedObject": {"kind": "Pod", "name": "web-a", "namespace": "default", "uid": "p1"},
-        "reason": "Scheduled",
-        "message": "Successfully assigned default/web-a to node1",
-        "reportingComponent": "default-scheduler",
-        "eventTime": (second + timedelta(microseconds=300_000)).strftime(micro),
-    }
+    scheduled = scheduled_event("web-a", "p1", second + timedelta(microseconds=300_000))
     made: Obj = {
         "involvedObject": {
             "kind": "ReplicaSet",
