@@ -11,6 +11,10 @@ cache) is what it shows. The baseline does its JSON work with the apiserver's ow
 bytes, ``dumps`` — compact orjson — for every response), so the ratio is not a comparison of
 two JSON libraries.
 
+CPU per request: when ``measure_requests`` is given the server's pid it also reports the
+server's CPU (user + system, ``/proc/<pid>/stat``) per create and per get — a figure a shared,
+loaded machine changes far less than requests/s, so before/after comparisons use it.
+
 Layout: each server runs as its own process (``python -m services.apiserver --store URL
 --insecure-port 0``; the baseline is this module with ``--serve-baseline``), the client is this
 process: two processes, two cores. Creates and gets are driven with ``--concurrency`` requests
@@ -192,6 +196,14 @@ class Figure:
     per_s: float
     p50_ms: float
     p99_ms: float
+    cpu_ms: float | None = None
+    """The server's CPU per request (when its pid was known)."""
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU the process ``pid`` has used so far (``/proc/PID/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _percentile(samples: list[float], q: float) -> float:
@@ -229,10 +241,16 @@ async def create_default_account(session: aiohttp.ClientSession) -> None:
 
 
 async def measure_requests(
-    url: str, target: str, *, count: int, in_flight: int, default_account: bool = True
+    url: str,
+    target: str,
+    *,
+    count: int,
+    in_flight: int,
+    default_account: bool = True,
+    pid: int | None = None,
 ) -> list[Figure]:
     """Creates, then gets, of ``count`` pods; ``default_account``: ``create_default_account``
-    first (an apiserver; not the baseline)."""
+    first (an apiserver; not the baseline); ``pid``: the server's, for its CPU per request."""
     bodies = [json.dumps(pod_body(i)).encode() for i in range(count)]
     connector = aiohttp.TCPConnector(limit=in_flight)
     async with aiohttp.ClientSession(url, connector=connector) as session:
@@ -257,6 +275,7 @@ async def measure_requests(
 
         figures = []
         for op, call in (("create", create), ("get", get)):
+            cpu = cpu_seconds(pid) if pid is not None else 0.0
             rate, latencies = await _drive(call, count=count, in_flight=in_flight)
             figures.append(
                 Figure(
@@ -265,6 +284,7 @@ async def measure_requests(
                     rate,
                     _percentile(latencies, 0.5) * 1e3,
                     _percentile(latencies, 0.99) * 1e3,
+                    cpu_ms=(cpu_seconds(pid) - cpu) * 1e3 / count if pid is not None else None,
                 )
             )
     return figures
@@ -390,18 +410,20 @@ async def run(args: argparse.Namespace) -> str:
         stores = [("memory", "memory://"), ("sqlite", f"sqlite:///{tmp}/api.db")]
         results: list[tuple[Figure, Figure]] = []
         for name, store in stores:
-            async with server_process(baseline_argv()) as url:
+            pids: list[int] = []
+            async with server_process(baseline_argv(), pids=pids) as url:
                 base = await measure_requests(
-                    url, "baseline", count=count, in_flight=args.concurrency, default_account=False
-                )
-            async with server_process(apiserver_argv(store)) as url:
+                    url, "baseline", count=count, in_flight=args.concurrency,
+                    default_account=False, pid=pids[-1],
+                )  # fmt: skip
+            async with server_process(apiserver_argv(store), pids=pids) as url:
                 ours = await measure_requests(
-                    url, f"apiserver {name}", count=count, in_flight=args.concurrency
+                    url, f"apiserver {name}", count=count, in_flight=args.concurrency, pid=pids[-1]
                 )
             results += list(zip(ours, base, strict=True))
         header = (
-            f"{'target':<18} {'op':<7} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8}  "
-            f"{'baseline/s':>10} {'p50 ms':>8} {'p99 ms':>8} {'ratio':>6}"
+            f"{'target':<18} {'op':<7} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'cpu ms':>7}  "
+            f"{'baseline/s':>10} {'p50 ms':>8} {'p99 ms':>8} {'cpu ms':>7} {'ratio':>6}"
         )
         lines += [
             f"apiserver bench: {count} pods per op, {args.concurrency} requests in flight, "
@@ -412,11 +434,13 @@ async def run(args: argparse.Namespace) -> str:
         for ours_fig, base_fig in results:
             lines.append(
                 f"{ours_fig.target:<18} {ours_fig.op:<7} {ours_fig.per_s:>9,.0f} {ours_fig.p50_ms:>8.2f} "
-                f"{ours_fig.p99_ms:>8.2f}  {base_fig.per_s:>10,.0f} {base_fig.p50_ms:>8.2f} "
-                f"{base_fig.p99_ms:>8.2f} {ours_fig.per_s / base_fig.per_s:>6.2f}"
+                f"{ours_fig.p99_ms:>8.2f} {ours_fig.cpu_ms or 0:>7.3f}  {base_fig.per_s:>10,.0f} "
+                f"{base_fig.p50_ms:>8.2f} {base_fig.p99_ms:>8.2f} {base_fig.cpu_ms or 0:>7.3f} "
+                f"{ours_fig.per_s / base_fig.per_s:>6.2f}"
             )
         lines.append(
-            "baseline: plain aiohttp handlers doing the same JSON decode/stamp/encode into a dict"
+            "baseline: plain aiohttp handlers doing the same JSON decode/stamp/encode into a dict; "
+            "cpu ms: the server process's CPU per request"
         )
         lines.append("")
         lines.append(

@@ -64,11 +64,16 @@ async def run_api(ctx: Context) -> list[Figure]:
 
     async def once(index: int) -> Mapping[str, float]:
         values: dict[str, float] = {}
-        async with server_process(apiserver_argv(_store_url(ctx, f"api-{index}"))) as url:
+        pids: list[int] = []
+        async with server_process(apiserver_argv(_store_url(ctx, f"api-{index}")),
+                                  pids=pids) as url:  # fmt: skip
             figures = await measure_requests(url, "apiserver", count=ceilings.request_count(ctx),
-                                             in_flight=ceilings.REQUEST_CONCURRENCY)  # fmt: skip
+                                             in_flight=ceilings.REQUEST_CONCURRENCY,
+                                             pid=pids[-1])  # fmt: skip
             for f in figures:
                 values[f"{f.op}s/s"] = f.per_s
+                if f.cpu_ms is not None:
+                    values[f"cpu per {f.op}"] = f.cpu_ms
                 values[f"{f.op} p50 at saturation"] = f.p50_ms
                 values[f"{f.op} p99 at saturation"] = f.p99_ms
             churn = await measure_churn(url, rate=CHURN_RATE, seconds=10 if ctx.quick else 30,
@@ -108,6 +113,8 @@ def _api_figure(key: str, values: list[float], *, ctx: Context) -> Figure:
         unit = "req/s"
     if key == "creates/s":
         note = f"{ceilings.REQUEST_CONCURRENCY} in flight, {ctx.store} store"
+    if key.startswith("cpu per "):
+        note = "the apiserver's CPU (user + system) per request at saturation"
     if " p99 " in f"{key} ":
         anchor = ANCHORS["api-slo"]
     if key.startswith("create p99 at 20"):
