@@ -22,7 +22,9 @@ What it owns:
   with ``update`` (an Update takes the fields it changed from everyone) and ``apply`` (the
   applier's configuration is its whole intent: fields it applied before and omits now are
   removed unless someone else owns them; a change to a field another manager owns is a
-  ``ApplyConflicts`` unless forced, which takes it over).
+  ``ApplyConflicts`` unless forced, which takes it over). Decoding keeps the field sets of the
+  last 512 distinct FieldsV1 trees (up to 8 KiB each), keyed by their content: the stored
+  entries are read again on every write of an object, and objects of one template share them.
 
 Limits: unions and version conversion of field sets are not modelled (a CRD's versions share
 one schema shape here); Update managers are never collapsed into ``ancient-changes`` as
@@ -34,11 +36,14 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cache, lru_cache
 from types import MappingProxyType
 from typing import Any
+
+import orjson
 
 from api.patches.schema import PatchMeta, for_kind
 
@@ -407,11 +412,11 @@ def _get(shape: Shape, value: Any, path: Path) -> tuple[bool, Any]:
     return True, value
 
 
-def _owned_under(owned: set[Path], path: Path) -> bool:
+def _owned_under(owned: AbstractSet[Path], path: Path) -> bool:
     return any(p[: len(path)] == path for p in owned)
 
 
-def prune(shape: Shape, obj: Obj, *, drop: set[Path], keep: set[Path]) -> None:
+def prune(shape: Shape, obj: Obj, *, drop: AbstractSet[Path], keep: AbstractSet[Path]) -> None:
     """Remove the ``drop`` paths from ``obj`` (outermost first: a list item goes whole, while its
     keys still name it) unless ``keep`` owns them or anything under them; a struct they leave
     empty goes too when nobody owns anything in it."""
@@ -510,6 +515,33 @@ def from_fields_v1(tree: Any, prefix: Path = ()) -> set[Path]:
     return out
 
 
+_DECODED_MAX_BYTES = 8192
+"""Trees up to this size (as JSON) have their decoding kept: a pod's or a Deployment's entry is
+a few hundred bytes to a few KiB; a bigger tree (a large CRD's) is rare and read each time."""
+
+
+def _decode_entry_fields(tree: Any) -> tuple[AbstractSet[Path], bool]:
+    """``_read_fields_v1(tree)``, kept per distinct tree: the stored entries are decoded again
+    on every write of their object, and many objects carry the same tree (every pod of one
+    template has its creator's). Keyed by the tree's JSON text (orjson keeps key order, which
+    ``canonical`` depends on), so a changed tree is a different key and never a stale hit."""
+    try:
+        text = orjson.dumps(tree)
+    except (TypeError, orjson.JSONEncodeError):  # not JSON (an int past 64 bits): not kept
+        return _read_fields_v1(tree)
+    if len(text) > _DECODED_MAX_BYTES:
+        return _read_fields_v1(tree)
+    return _decoded_fields(text)
+
+
+@lru_cache(maxsize=512)
+def _decoded_fields(text: bytes) -> tuple[frozenset[Path], bool]:
+    """Bounded: 512 trees of at most 8 KiB, a few MiB with their field sets. A frozenset, as
+    every ``Managers`` holding it shares it (an entry's fields are replaced, never changed)."""
+    fields, canonical = _read_fields_v1(orjson.loads(text))
+    return frozenset(fields), canonical
+
+
 def _read_fields_v1(tree: Any) -> tuple[set[Path], bool]:
     """``from_fields_v1(tree)``, and whether ``tree`` is exactly ``fields_v1`` of that set —
     the same keys in the same order — so that an entry whose fields stay as read can be written
@@ -597,7 +629,9 @@ Key = tuple[str, str, str]
 class Entry:
     api_version: str
     time: str | None
-    fields: set[Path]
+    fields: AbstractSet[Path]
+    """Shared with other ``Managers`` when decoded (see ``_decode_entry_fields``): replaced,
+    never changed in place."""
     wire: Obj | None = None
     """``fields_v1(fields)`` when already at hand (the entry's fieldsV1 as read, in that exact
     form); None once ``fields`` change."""
@@ -607,8 +641,13 @@ def _rfc3339(value: Any) -> str | None:
     """A managedFields ``time`` in Kubernetes' own form (``2026-01-02T03:04:05Z``): clients
     send it back as they serialise times (the official client writes ``+00:00``), and an update
     that only re-spells it must not count as a change."""
-    if not isinstance(value, str):
-        return None
+    return _rfc3339_text(value) if isinstance(value, str) else None
+
+
+@lru_cache(maxsize=256)
+def _rfc3339_text(value: str) -> str | None:
+    """Kept per text: entries written in the same second share it, and parsing and formatting
+    a time costs more than the rest of an entry's decoding."""
     try:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
@@ -650,7 +689,7 @@ class Managers:
                 str(item.get("subresource") or ""),
             )
             raw = item.get("fieldsV1")
-            fields, canonical = _read_fields_v1(raw)
+            fields, canonical = _decode_entry_fields(raw)
             out.entries[key] = Entry(
                 api_version=str(item.get("apiVersion") or ""),
                 time=_rfc3339(item.get("time")),
@@ -700,7 +739,7 @@ class Managers:
             if key == but:
                 continue
             if not entry.fields.isdisjoint(lost):
-                entry.fields -= lost
+                entry.fields = entry.fields - lost
                 entry.wire = None
             if not entry.fields:
                 del self.entries[key]
@@ -745,7 +784,7 @@ class Managers:
             self._set(key, applied, api_version=api_version, now=now)
         return merged
 
-    def _set(self, key: Key, fields: set[Path], *, api_version: str, now: str) -> None:
+    def _set(self, key: Key, fields: AbstractSet[Path], *, api_version: str, now: str) -> None:
         if fields:
             self.entries[key] = Entry(api_version=api_version, time=now, fields=fields)
         else:
