@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from functools import partial
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ from services.apiserver.service_allocation import (
 )
 from services.apiserver.storage import ObjectStorage
 from services.apiserver.watchcache import DEFAULT_CAPACITY, DEFAULT_QUEUE, WatchCache
-from store.base import Store
+from store.base import KeyValue, Store
 
 __all__ = ["CONTEXT", "ApiContext", "ServerOptions"]
 
@@ -195,7 +196,26 @@ class ApiContext:
     def __post_init__(self) -> None:
         for rt in self.registry:
             ttl = self.options.event_ttl if (rt.group, rt.plural) == ("", "events") else None
-            self.storages[(rt.group, rt.plural)] = ObjectStorage(self.store, rt, ttl=ttl)
+            self.storages[(rt.group, rt.plural)] = self.new_storage(rt, ttl=ttl)
+
+    def new_storage(self, rt: ResourceType, *, ttl: float | None = None) -> ObjectStorage:
+        """``rt``'s objects in the store, its updates starting from its watch cache's state."""
+        return ObjectStorage(
+            self.store, rt, ttl=ttl, cached=partial(self._cached_value, (rt.group, rt.plural))
+        )
+
+    def _cached_value(self, resource: tuple[str, str], key: str) -> KeyValue | None:
+        """The watch cache's latest state of ``key`` as the store value it was decoded from
+        (its JSON carries a resourceVersion, which decoding stamps anew): a guaranteed
+        update's first guess. None when the kind has no cache, it is not loaded yet, or it
+        does not hold the key."""
+        cache = self.caches.get(resource)
+        if cache is None or not cache.ready.is_set():
+            return None
+        event = cache.lookup(key)
+        if event is None:
+            return None
+        return KeyValue(key, event.current.json, 0, event.revision)
 
     def storage(self, rt: ResourceType) -> ObjectStorage:
         return self.storages[(rt.group, rt.plural)]

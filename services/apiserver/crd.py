@@ -297,7 +297,7 @@ class CustomResourceDefinitions:
             await self._unserve(name)
             old = []
         key = (storage_rt.group, storage_rt.plural)
-        self.ctx.storages[key] = ObjectStorage(self.ctx.store, storage_rt)
+        self.ctx.storages[key] = self.ctx.new_storage(storage_rt)
         if name not in self._caches:
             cache = WatchCache(
                 self.ctx.store,

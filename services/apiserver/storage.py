@@ -16,10 +16,17 @@ layer is the only code that crosses between the two, so the rules that tie them 
 * the one generic deletion rule of Kubernetes' registry: an update that leaves an object with a
   ``deletionTimestamp``, zero grace and no finalizers deletes it instead of writing it.
 
-Limits: no caching here (the watch cache serves ``resourceVersion=0`` reads), and an update
-that changes nothing is not written (its resourceVersion stays), as in Kubernetes — unless the
-stored value is stale (``encryption.StaleValue``: encrypted with an older key), so a rewrite
-re-encrypts it.
+A guaranteed update starts from the watch cache's state of the key when it has one (``cached``),
+as Kubernetes' does (``GuaranteedUpdate`` with the cacher's object as its first guess): most
+writes then cost no store read. The cache may lag the store, so that first state is only a
+guess: a lost compare-and-swap, a refusal of ``mutate`` or an update that would change nothing
+re-reads the store and decides again on the current state; no answer is ever given from a
+state the store has left.
+
+Limits: reads are not cached here (the watch cache serves ``resourceVersion=0`` reads), and an
+update that changes nothing is not written (its resourceVersion stays), as in Kubernetes —
+unless the stored value is stale (``encryption.StaleValue``: encrypted with an older key), so a
+rewrite re-encrypts it.
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from api.defaults import fill_serialised
-from api.errors import AlreadyExists, Conflict, Expired, NotFound
+from api.errors import AlreadyExists, Conflict, Expired, NotFound, StatusError
 from api.registry import ResourceType
 from services.apiserver.codec import dumps, loads
 from services.apiserver.encryption import StaleValue
@@ -56,6 +63,9 @@ __all__ = [
 Obj = dict[str, Any]
 Mutate = Callable[[Obj], Awaitable[Obj | None]]
 """Given the current object (a private copy), return the object to write, or None for no change."""
+
+Cached = Callable[[str], KeyValue | None]
+"""The watch cache's latest state of a key as a store value (None: not cached, or no cache)."""
 
 MAX_UPDATE_ATTEMPTS = 50
 """A guaranteed update retries on lost races; past this many, the key is hot beyond reason."""
@@ -126,12 +136,21 @@ def should_delete(obj: Obj) -> bool:
 class ObjectStorage:
     """Objects of one resource type in the store."""
 
-    def __init__(self, store: Store, rt: ResourceType, *, ttl: float | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        rt: ResourceType,
+        *,
+        ttl: float | None = None,
+        cached: Cached | None = None,
+    ) -> None:
         self.store = store
         self.rt = rt
         self.ttl = ttl
         """Seconds the store may keep an object after its last write (Events: ``--event-ttl``;
         on etcd a lease). None for every other kind: they live until deleted."""
+        self.cached = cached
+        """Where a guaranteed update takes its first guess of the current state from."""
 
     def key(self, namespace: str | None, name: str) -> str:
         return self.rt.key(namespace, name)
@@ -195,7 +214,10 @@ class ObjectStorage:
         without it an absent object is a 404.
         """
         key = self.key(namespace, name)
-        kv = await self.store.get(key)
+        kv = self.cached(key) if self.cached is not None else None
+        fresh = kv is None  # False while kv is the cache's guess, which may lag the store
+        if fresh:
+            kv = await self.store.get(key)
         for _ in range(MAX_UPDATE_ATTEMPTS):
             if kv is None:
                 if create is None:
@@ -206,14 +228,22 @@ class ObjectStorage:
                     kv = await self.store.get(key)
                     continue
             current = decode(kv)
-            new = await mutate(decode(kv))
-            if new is None:
-                return UpdateResult(obj=current, changed=False)
-            new_meta = new.get("metadata")
-            if isinstance(new_meta, dict):
-                new_meta["resourceVersion"] = str(kv.mod_revision)
-            if new == current and not isinstance(kv, StaleValue):
-                return UpdateResult(obj=current, changed=False)
+            try:
+                new = await mutate(decode(kv))
+            except StatusError:
+                if fresh:
+                    raise
+                kv, fresh = await self.store.get(key), True  # refused a guess: ask the store
+                continue
+            if new is not None:
+                new_meta = new.get("metadata")
+                if isinstance(new_meta, dict):
+                    new_meta["resourceVersion"] = str(kv.mod_revision)
+            if new is None or (new == current and not isinstance(kv, StaleValue)):
+                if fresh:
+                    return UpdateResult(obj=current, changed=False)
+                kv, fresh = await self.store.get(key), True  # nothing to write to a guess
+                continue
             try:
                 if should_delete(new) and not should_delete(current):
                     deleted = await self.store.delete(key, expected_revision=kv.mod_revision)
@@ -221,10 +251,10 @@ class ObjectStorage:
                     return UpdateResult(obj=new, deleted=True)
                 stored = await self._update(key, encode(new), expected_revision=kv.mod_revision)
             except RevisionMismatch as exc:
-                kv = exc.current
+                kv, fresh = exc.current, True
                 continue
             except KeyNotFound:
-                kv = None
+                kv, fresh = None, True
                 continue
             new["metadata"]["resourceVersion"] = str(stored.mod_revision)
             return UpdateResult(obj=new)
