@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import ipaddress
 import json
 import re
@@ -47,7 +48,7 @@ import zoneinfo
 from collections.abc import Callable, Iterable, Mapping
 from typing import Annotated, Any, TypeGuard, Union, cast, get_args, get_origin
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ValidationError, create_model
 
 from api.addresses import address_errors
 from api.admissionregistration import (
@@ -94,8 +95,10 @@ __all__ = [
     "forbidden",
     "invalid",
     "not_supported",
+    "only_status_differs",
     "required",
     "validate",
+    "validate_status_update",
     "validate_update",
 ]
 
@@ -1183,7 +1186,11 @@ def _pod_disruption_budget(obj: dict[str, Any]) -> list[Cause]:
                 "spec.unhealthyPodEvictionPolicy", policy, UNHEALTHY_POD_EVICTION_POLICIES
             )
         )
-    status = _map(obj.get("status"))
+    return causes + _pod_disruption_budget_status(_map(obj.get("status")))
+
+
+def _pod_disruption_budget_status(status: dict[str, Any]) -> list[Cause]:
+    causes: list[Cause] = []
     for key in ("disruptionsAllowed", "currentHealthy", "desiredHealthy", "expectedPods"):
         causes += _non_negative(f"status.{key}", status.get(key))
     return causes
@@ -2602,20 +2609,25 @@ def validate_object_meta(rt: ResourceType, meta: dict[str, Any]) -> list[Cause]:
     return _metadata(rt, meta)
 
 
+def _joined(causes: list[Cause], semantic: list[Cause]) -> list[Cause]:
+    """The shape ``causes`` then each semantic one not under a field they already name."""
+    reported = [c["field"] for c in causes]
+    for cause in semantic:
+        if not _under(cause["field"], reported) and cause not in causes:
+            causes.append(cause)
+    return causes
+
+
 def validate(rt: ResourceType, obj: dict[str, Any]) -> list[Cause]:
     """Causes why ``obj`` (a ``rt`` body, defaults applied) is invalid; empty when it is valid."""
     if not isinstance(obj, dict):
         return [invalid("", obj, "must be a JSON object")]
     causes = _pydantic_causes(rt.model, obj)
-    reported = [c["field"] for c in causes]
     semantic = _metadata(rt, _map(obj.get("metadata")))
     check = _SEMANTIC.get(rt.kind)
     if check is not None:
         semantic += check(obj)
-    for cause in semantic:
-        if not _under(cause["field"], reported) and cause not in causes:
-            causes.append(cause)
-    return causes
+    return _joined(causes, semantic)
 
 
 def _tolerations_only_added(old: Any, new: Any) -> bool:
@@ -2654,6 +2666,16 @@ def _pod_update(new: dict[str, Any], old: dict[str, Any]) -> list[Cause]:
     return []
 
 
+def _metadata_update(new: dict[str, Any], old: dict[str, Any]) -> list[Cause]:
+    causes: list[Cause] = []
+    new_meta, old_meta = _map(new.get("metadata")), _map(old.get("metadata"))
+    for key in ("name", "namespace", "uid", "creationTimestamp"):
+        n, o = new_meta.get(key), old_meta.get(key)
+        if n not in (None, "") and o not in (None, "") and n != o:
+            causes.append(invalid(f"metadata.{key}", n, IMMUTABLE))
+    return causes
+
+
 def validate_update(rt: ResourceType, new: dict[str, Any], old: dict[str, Any]) -> list[Cause]:
     """``validate(rt, new)`` plus what may not change between ``old`` and ``new``.
 
@@ -2661,12 +2683,7 @@ def validate_update(rt: ResourceType, new: dict[str, Any], old: dict[str, Any]) 
     missing from ``new`` counts as unchanged: the apiserver carries it over); a pod's spec except
     images, ``activeDeadlineSeconds`` and added tolerations; RS/Deployment ``spec.selector``.
     """
-    causes = validate(rt, new)
-    new_meta, old_meta = _map(new.get("metadata")), _map(old.get("metadata"))
-    for key in ("name", "namespace", "uid", "creationTimestamp"):
-        n, o = new_meta.get(key), old_meta.get(key)
-        if n not in (None, "") and o not in (None, "") and n != o:
-            causes.append(invalid(f"metadata.{key}", n, IMMUTABLE))
+    causes = validate(rt, new) + _metadata_update(new, old)
     if rt.kind == "Pod":
         causes += _pod_update(new, old)
     elif rt.kind == "ConfigMap":
@@ -2699,3 +2716,60 @@ def validate_update(rt: ResourceType, new: dict[str, Any], old: dict[str, Any]) 
     elif rt.kind == "EndpointSlice" and new.get("addressType") != old.get("addressType"):
         causes.append(invalid("addressType", new.get("addressType"), IMMUTABLE))
     return causes
+
+
+# -- status writes ---------------------------------------------------------------------------
+# A write through ``.../status`` changes metadata and status only: the apiserver takes the rest
+# from the stored object, which was validated when it was written. Kubernetes' status strategies
+# validate accordingly (``ValidatePodStatusUpdate``: ``ValidateObjectMetaUpdate`` plus the
+# status; ``ValidateDeploymentStatusUpdate`` ...), never the unchanged spec again.
+
+_STATUS_SEMANTIC: dict[str, Callable[[dict[str, Any]], list[Cause]]] = {
+    "Node": _node_status,
+    "PodDisruptionBudget": _pod_disruption_budget_status,
+}
+"""The semantic rules of ``_SEMANTIC`` that read a kind's status; every other rule reads only
+metadata (``_metadata``) or the spec."""
+
+_STATUS_WRITE_FIELDS = frozenset({"metadata", "status"})
+
+
+@functools.cache
+def _status_model(model: type[BaseModel]) -> type[BaseModel]:
+    """``model`` with every field but ``metadata`` and ``status`` taken as given (``Any``).
+
+    Built once per kind. Field names, aliases and order are ``model``'s, so its errors have the
+    same ``loc`` (and so the same causes) as ``model``'s for those two fields."""
+    loose: dict[str, Any] = {
+        name: (Any, None) for name in model.model_fields if name not in _STATUS_WRITE_FIELDS
+    }
+    return create_model(f"{model.__name__}StatusWrite", __base__=model, **loose)
+
+
+def only_status_differs(new: dict[str, Any], old: dict[str, Any]) -> bool:
+    """Whether ``new`` has ``old``'s every top-level field but metadata and status (values the
+    status strategy shares with the stored object compare by identity, at no cost)."""
+    return all(
+        new.get(key) == old.get(key) for key in (new.keys() | old.keys()) - _STATUS_WRITE_FIELDS
+    )
+
+
+def validate_status_update(
+    rt: ResourceType, new: dict[str, Any], old: dict[str, Any]
+) -> list[Cause]:
+    """``validate_update``'s causes for a status write, without checking the unchanged rest.
+
+    The metadata (with its update rules) and the status are checked as ``validate_update``
+    checks them, and give the same causes in the same order; the spec and any other field equal
+    to ``old``'s is taken as given. When one of those differs (a mutating webhook changed it),
+    this is ``validate_update`` itself. A stored spec that later rules would refuse is not
+    refused here, as in Kubernetes.
+    """
+    if not isinstance(new, dict) or not only_status_differs(new, old):
+        return validate_update(rt, new, old)
+    causes = _pydantic_causes(_status_model(rt.model), new)
+    semantic = _metadata(rt, _map(new.get("metadata")))
+    check = _STATUS_SEMANTIC.get(rt.kind)
+    if check is not None:
+        semantic += check(_map(new.get("status")))
+    return _joined(causes, semantic) + _metadata_update(new, old)

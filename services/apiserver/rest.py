@@ -27,8 +27,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import secrets
-import string
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +34,7 @@ from aiohttp import web
 
 from api.errors import AlreadyExists
 from api.registry import ResourceType
+from api.uids import generate_name
 from services.apiserver import (
     deletion,
     fieldvalidation,
@@ -82,7 +81,6 @@ __all__ = ["Target", "create", "get", "patch", "resolve", "setup_rest", "update"
 
 Obj = dict[str, Any]
 
-_GENERATE_ALPHABET = string.ascii_lowercase + string.digits
 _GENERATE_ATTEMPTS = 8
 """generateName retries on a name collision before answering 409 (Kubernetes retries too)."""
 
@@ -245,9 +243,7 @@ async def create(request: web.Request, ctx: ApiContext, target: Target) -> web.R
         obj = copy.deepcopy(body) if generate else body
         obj_meta = obj["metadata"]
         if generate and isinstance(generate, str):
-            obj_meta["name"] = generate + "".join(
-                secrets.choice(_GENERATE_ALPHABET) for _ in range(5)
-            )
+            obj_meta["name"] = generate_name(generate)
         name = str(obj_meta.get("name") or "")
         await admit_create(ctx, rt, namespace=target.namespace, name=name, obj=obj)
         prepare_for_create(rt, obj)

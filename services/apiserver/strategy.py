@@ -9,7 +9,8 @@ changes status alone. Handlers call these functions and never make those decisio
 What it owns: ``prepare_for_create``, ``prepare_for_update``, ``prepare_for_status_update``,
 ``default_object`` (``api.defaults``), ``validate_object`` (``api.validation``'s shape and
 semantic rules, plus ``admission_cel``'s checks of admission expressions, as one 422
-``Invalid`` with field causes), and the kind facts handlers ask about (``allows_create_on_update``,
+``Invalid`` with field causes), ``validate_status_object`` (the same for a status write, which
+leaves the spec as stored), and the kind facts handlers ask about (``allows_create_on_update``,
 ``returns_deleted_object``, ``is_graceful``).
 
 managedFields are ``apply``'s: a create keeps those the client sent for it to build on.
@@ -24,11 +25,16 @@ import copy
 from typing import Any
 
 from api.defaults import apply_defaults, fill_serialised
-from api.errors import BadRequest, Invalid
+from api.errors import BadRequest, Cause, Invalid
 from api.meta import now_time
 from api.registry import ResourceType
 from api.uids import new_uid
-from api.validation import validate, validate_update
+from api.validation import (
+    only_status_differs,
+    validate,
+    validate_status_update,
+    validate_update,
+)
 from services.apiserver.admission_cel import configuration_problems
 from services.apiserver.custom_objects import (
     custom_generation,
@@ -48,6 +54,7 @@ __all__ = [
     "prepare_for_update",
     "returns_deleted_object",
     "validate_object",
+    "validate_status_object",
 ]
 
 Obj = dict[str, Any]
@@ -245,6 +252,24 @@ def validate_object(rt: ResourceType, obj: Obj, *, old: Obj | None = None) -> No
         causes = validate(rt, obj) if old is None else validate_update(rt, obj, old)
         if rt.group == "admissionregistration.k8s.io":
             causes += configuration_problems(rt.kind, obj)
+    _refuse_invalid(rt, obj, causes)
+
+
+def validate_status_object(rt: ResourceType, obj: Obj, *, old: Obj) -> None:
+    """``validate_object`` for a status write (``prepare_for_status_update``'s result, then
+    admission's): its metadata and status, not the spec it shares with ``old``
+    (``api.validation.validate_status_update``) — the same 422 for a bad status, at a fraction of
+    the cost. A custom object's schema is checked whole, as before."""
+    if rt.custom is not None or is_crd(rt):
+        causes = validate_custom(rt, obj, old=old)
+    else:
+        causes = validate_status_update(rt, obj, old)
+        if rt.group == "admissionregistration.k8s.io" and not only_status_differs(obj, old):
+            causes += configuration_problems(rt.kind, obj)
+    _refuse_invalid(rt, obj, causes)
+
+
+def _refuse_invalid(rt: ResourceType, obj: Obj, causes: list[Cause]) -> None:
     if causes:
         meta = _meta(obj)
         name = str(meta.get("name") or meta.get("generateName") or "")

@@ -48,7 +48,7 @@ from services.apiserver.handlers import (
 )
 from services.apiserver.identity import request_user
 from services.apiserver.node_restriction import UPDATE, Write, admit
-from services.apiserver.strategy import prepare_for_status_update, validate_object
+from services.apiserver.strategy import prepare_for_status_update, validate_status_object
 from services.apiserver.token_request import create_token
 from services.apiserver.webhooks import Attributes
 
@@ -155,7 +155,7 @@ async def _write_status(request: web.Request, ctx: ApiContext, target: Target) -
             dry_run=dry_run,
         )
         out = await mutate_dynamically(request, attrs, out, old=current)
-        validate_object(rt, out, old=current)
+        validate_status_object(rt, out, old=current)
         write = Write(rt, UPDATE, target.namespace, name, subresource="status")
         admit(request, write, obj=out, old=current)
         await validate_dynamically(request, attrs, out, old=current)
@@ -214,18 +214,17 @@ async def bind(request: web.Request, ctx: ApiContext, target: Target, body: Obj)
     def binding_conflict(detail: str) -> Conflict:
         return Conflict.of("pods/binding", name, detail=detail)
 
-    async def mutate(current: Obj) -> Obj:
-        pod_meta = current["metadata"]
-        if pod_meta.get("deletionTimestamp"):
+    async def mutate(pod: Obj) -> Obj:
+        """Set the node on ``pod``, guaranteed_update's private copy, and return it."""
+        if pod["metadata"].get("deletionTimestamp"):
             raise binding_conflict(f"pod {name} is being deleted, cannot be assigned to a host")
-        assigned = (current.get("spec") or {}).get("nodeName")
+        assigned = (pod.get("spec") or {}).get("nodeName")
         if assigned:
             raise binding_conflict(f'pod {name} is already assigned to node "{assigned}"')
-        new = copy.deepcopy(current)
-        new.setdefault("spec", {})["nodeName"] = node
+        pod.setdefault("spec", {})["nodeName"] = node
         if annotations:
-            new["metadata"].setdefault("annotations", {}).update(annotations)
-        status = new.setdefault("status", {})
+            pod["metadata"].setdefault("annotations", {}).update(annotations)
+        status = pod.setdefault("status", {})
         conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
         conditions.append(
             {
@@ -236,7 +235,7 @@ async def bind(request: web.Request, ctx: ApiContext, target: Target, body: Obj)
             }
         )
         status["conditions"] = conditions
-        return new
+        return pod
 
     await storage.guaranteed_update(target.namespace, name, mutate)
     return json_response(
