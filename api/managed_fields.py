@@ -235,8 +235,11 @@ def _cached_key_element(key: tuple[tuple[str, type, Any], ...]) -> str:
 def _item_element(shape: Shape, index: int, item: Any) -> str:
     """The path element naming one item of a ``set`` or ``map`` list."""
     if shape.list_type == "map" and isinstance(item, Mapping):
-        key = {k: item.get(k, shape.key_defaults.get(k)) for k in shape.keys}
-        key = {k: v for k, v in key.items() if v is not None}
+        key = {}
+        for name in shape.keys:
+            value = item.get(name, shape.key_defaults.get(name))
+            if value is not None:
+                key[name] = value
         if key:
             return _key_element(key)
     if shape.list_type == "set" or not isinstance(item, Mapping | list):
@@ -269,16 +272,24 @@ def field_set(shape: Shape, value: Any, prefix: Path = ()) -> set[Path]:
 
 
 def _collect(shape: Shape, value: Any, path: Path, out: set[Path]) -> None:
+    """A leaf, an empty value or a scalar child is added where it is met, not walked into:
+    that is all ``_collect`` would do with it (and most children are leaves)."""
     if _granular_map(shape, value):
         for key, child in value.items():
             child_path = (*path, "f:" + key)
-            if child is None or child == {} or (shape.is_map and isinstance(child, dict)):
+            if child and isinstance(child, dict | list):
+                if shape.is_map and isinstance(child, dict):
+                    out.add(child_path)
+                _collect(shape.child(key), child, child_path, out)
+            else:
                 out.add(child_path)
-            _collect(shape.child(key), child, child_path, out)
     elif _granular_list(shape, value):
+        item_shape = shape.item()
         for element, item in _items(shape, value).items():
-            out.add((*path, element))
-            _collect(shape.item(), item, (*path, element), out)
+            item_path = (*path, element)
+            out.add(item_path)
+            if item and isinstance(item, dict | list):
+                _collect(item_shape, item, item_path, out)
     elif path:
         out.add(path)
 
@@ -301,8 +312,26 @@ class Comparison:
 
 def compare(shape: Shape, old: Any, new: Any) -> Comparison:
     out = Comparison()
-    _compare(shape, old, new, (), out)
+    if not _identical(old, new):
+        _compare(shape, old, new, (), out)
     return out
+
+
+def _identical(old: Any, new: Any) -> bool:
+    """Nothing below can differ: equal, and for objects and lists the same JSON too, since
+    ``==`` says ``1 == 1.0 == True``, which name different items of a ``set`` or ``map`` list.
+    Both checks run in C, so the walk skips what a write leaves as it was (a status write's
+    unchanged conditions, an update's whole spec)."""
+    if old is new:
+        return True
+    if old != new:
+        return False
+    if not isinstance(old, dict | list):
+        return True  # equal scalars: ``_compare`` finds no change there either
+    try:
+        return orjson.dumps(old) == orjson.dumps(new)
+    except (TypeError, orjson.JSONEncodeError):
+        return False
 
 
 def _subtree(shape: Shape, value: Any, path: Path, *, member: bool) -> set[Path]:
@@ -313,17 +342,19 @@ def _subtree(shape: Shape, value: Any, path: Path, *, member: bool) -> set[Path]
 
 
 def _compare(shape: Shape, old: Any, new: Any, path: Path, out: Comparison) -> None:
+    """Children in both ``old`` and ``new`` are walked only when not ``_identical``."""
     if isinstance(old, dict) and isinstance(new, dict) and not shape.atomic_map and (old or new):
-        for key in {**old, **new}:
+        for key, old_child in old.items():
             child_path = (*path, "f:" + key)
-            child = shape.child(key)
-            member = shape.is_map or child.is_map
+            if key not in new:
+                out.removed |= _subtree(shape.child(key), old_child, child_path, member=True)
+            elif not _identical(old_child, new[key]):
+                _compare(shape.child(key), old_child, new[key], child_path, out)
+        for key, new_child in new.items():
             if key not in old:
-                out.added |= _subtree(child, new[key], child_path, member=member)
-            elif key not in new:
-                out.removed |= _subtree(child, old[key], child_path, member=True)
-            else:
-                _compare(child, old[key], new[key], child_path, out)
+                child = shape.child(key)
+                member = shape.is_map or child.is_map
+                out.added |= _subtree(child, new_child, (*path, "f:" + key), member=member)
         return
     if (
         isinstance(old, list)
@@ -332,14 +363,16 @@ def _compare(shape: Shape, old: Any, new: Any, path: Path, out: Comparison) -> N
         and (old or new)
     ):
         old_items, new_items = _items(shape, old), _items(shape, new)
-        for element in {**old_items, **new_items}:
+        item = shape.item()
+        for element, old_item in old_items.items():
             item_path = (*path, element)
+            if element not in new_items:
+                out.removed |= _subtree(item, old_item, item_path, member=True)
+            elif not _identical(old_item, new_items[element]):
+                _compare(item, old_item, new_items[element], item_path, out)
+        for element, new_item in new_items.items():
             if element not in old_items:
-                out.added |= _subtree(shape.item(), new_items[element], item_path, member=True)
-            elif element not in new_items:
-                out.removed |= _subtree(shape.item(), old_items[element], item_path, member=True)
-            else:
-                _compare(shape.item(), old_items[element], new_items[element], item_path, out)
+                out.added |= _subtree(item, new_item, (*path, element), member=True)
         return
     if old != new and path:
         out.modified.add(path)
