@@ -217,14 +217,14 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
 
 
-def _key_element(key: dict[str, Any]) -> str:
+def _key_element(key: list[tuple[str, Any]]) -> str:
     """``k:`` and the keys' JSON; the same few keys (``{"name":"main"}``, a container port)
     recur in every object of a kind, so their text is cached — keyed by value *and* type,
     as ``1``, ``1.0`` and ``True`` are equal keys of a dict but not the same JSON."""
     try:
-        return _cached_key_element(tuple((k, type(v), v) for k, v in key.items()))
+        return _cached_key_element(tuple((k, type(v), v) for k, v in key))
     except TypeError:  # a list or a map as a key's value: unhashable, not cached
-        return "k:" + _dumps(key)
+        return "k:" + _dumps(dict(key))
 
 
 @lru_cache(maxsize=4096)
@@ -233,16 +233,17 @@ def _cached_key_element(key: tuple[tuple[str, type, Any], ...]) -> str:
 
 
 def _item_element(shape: Shape, index: int, item: Any) -> str:
-    """The path element naming one item of a ``set`` or ``map`` list."""
-    if shape.list_type == "map" and isinstance(item, Mapping):
-        key = {}
+    """The path element naming one item of a ``set`` or ``map`` list (``dict`` is checked
+    before the ``Mapping`` ABC: JSON gives dicts, and the ABC's check is slow)."""
+    if shape.list_type == "map" and isinstance(item, dict | Mapping):
+        key = []
         for name in shape.keys:
             value = item.get(name, shape.key_defaults.get(name))
             if value is not None:
-                key[name] = value
+                key.append((name, value))
         if key:
             return _key_element(key)
-    if shape.list_type == "set" or not isinstance(item, Mapping | list):
+    if shape.list_type == "set" or not isinstance(item, dict | list | Mapping):
         return "v:" + _dumps(item)
     return f"i:{index}"
 
