@@ -210,13 +210,16 @@ def _set_template_generation(obj: Obj, generation: int) -> None:
 def prepare_for_status_update(rt: ResourceType, new: Obj, old: Obj) -> Obj:
     """The stored object with only its status taken from ``new``.
 
-    The result has its own ``metadata`` (shallow) and a copy of ``new``'s status; everything
-    else is ``old``'s own values, shared, not copied — ``old`` is the caller's freshly decoded
-    object, and nothing downstream of a status write changes a spec in place (a webhook's patch
-    works on a copy)."""
+    The result has its own ``metadata`` (shallow) and ``new``'s status itself, changed in place
+    (``qosClass`` ...): the caller gives it up — a request body or a patch result, used for
+    nothing else. A retried write may hand the same ``new`` again; every change made here is
+    worked out from ``old`` again, so the retry's result is what a fresh body would give.
+    Everything else is ``old``'s own values, shared, not copied — ``old`` is the caller's
+    freshly decoded object, and nothing downstream of a status write changes a spec in place (a
+    webhook's patch works on a copy)."""
     out = {**old, "metadata": dict(old.get("metadata") or {})}
     if "status" in new:
-        out["status"] = copy.deepcopy(new["status"])
+        out["status"] = new["status"]
     else:
         out.pop("status", None)
     if (rt.group, rt.kind) == ("", "Pod") and isinstance(out.get("status"), dict):

@@ -122,7 +122,7 @@ async def _write_status(request: web.Request, ctx: ApiContext, target: Target) -
     async def mutate(current: Obj) -> Obj:
         live = current if served.conversion is None else served.conversion.from_storage(current)
         if body is not None:
-            new = body  # only read: prepare_for_status_update copies the status it takes
+            new = body  # prepare_for_status_update takes its status
         elif patch_type is PatchType.APPLY and options is not None:
             check_body_identity(served, patch_doc, namespace=target.namespace, name=name)
             new = apply_to(
