@@ -25,7 +25,6 @@ Limits: ``dryRun`` runs everything but the write (a dry-run apply of an absent o
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 from dataclasses import dataclass
 from typing import Any
@@ -50,7 +49,7 @@ from services.apiserver.admission import (
     validate_dynamically,
 )
 from services.apiserver.apply import apply_options, apply_to, record_update
-from services.apiserver.codec import PatchType, read_object, read_patch
+from services.apiserver.codec import PatchType, clone, read_object, read_patch
 from services.apiserver.context import CONTEXT, ApiContext
 from services.apiserver.crd import CUSTOM_TARGET
 from services.apiserver.escalation import check_no_escalation
@@ -240,7 +239,7 @@ async def create(request: web.Request, ctx: ApiContext, target: Target) -> web.R
     dry_run = is_dry_run(request)
     generate = meta.get("generateName") if not meta.get("name") else None
     for attempt in range(_GENERATE_ATTEMPTS if generate else 1):
-        obj = copy.deepcopy(body) if generate else body
+        obj = clone(body) if generate else body
         obj_meta = obj["metadata"]
         if generate and isinstance(generate, str):
             obj_meta["name"] = generate_name(generate)
@@ -304,7 +303,7 @@ async def update(request: web.Request, ctx: ApiContext, target: Target) -> web.R
         current_rv = current["metadata"].get("resourceVersion")
         if wanted_rv and wanted_rv != current_rv:
             raise storage.conflict(name)
-        new = copy.deepcopy(body)
+        new = clone(body)
         prepare_for_update(rt, new, current)
         if _allocates(ctx, rt):
             carry_over_allocations(new, current)
@@ -331,7 +330,7 @@ async def update(request: web.Request, ctx: ApiContext, target: Target) -> web.R
         async def create_instead() -> Obj:
             if wanted_rv:
                 raise storage.not_found(name)
-            obj = copy.deepcopy(body)
+            obj = clone(body)
             return await _admitted_new(
                 request, ctx, rt, target, name, obj, reservations, record_as_update=True
             )

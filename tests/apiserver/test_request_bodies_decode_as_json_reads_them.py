@@ -1,7 +1,9 @@
 """A request body decodes to exactly what ``json`` reads (``codec.decode_document``), though
 most bodies take orjson's faster path: integers past 64 bits stay exact integers (orjson would
 make them floats), surrogate escapes are mended as before, and what orjson refuses — a BOM,
-``1e400`` — is read by ``json`` or refused with its error, as before."""
+``1e400`` — is read by ``json`` or refused with its error, as before. A decoded body's copy
+(``codec.clone``, for a write tried more than once) is equal, of the same types, and shares
+nothing with it."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from typing import Any
 import pytest
 
 from api.errors import BadRequest
-from services.apiserver.codec import decode_document
+from services.apiserver.codec import clone, decode_document
 
 
 def _decoded(body: bytes) -> Any:
@@ -47,3 +49,19 @@ def test_a_lone_surrogate_escape_is_mended_and_nan_refused() -> None:
     assert _decoded(b'{"a":"x\\ud800y"}') == {"a": "x\ufffdy"}
     with pytest.raises(BadRequest):
         _decoded(b'{"a":NaN}')
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"metadata":{"name":"p","labels":{"app":"caf\xc3\xa9"}},"spec":{"n":-0,"f":0.1}}',
+        b'{"n":18446744073709551616,"list":[{"k":9223372036854775807}]}',
+    ],
+)
+def test_a_body_is_cloned_equal_and_apart(body: bytes) -> None:
+    original = _decoded(body)
+    copied = clone(original)
+    assert json.dumps(copied) == json.dumps(original)
+    assert [type(v) for v in _leaves(copied)] == [type(v) for v in _leaves(original)]
+    next(v for v in copied.values() if isinstance(v, dict | list)).clear()
+    assert json.dumps(original) == json.dumps(_decoded(body))
