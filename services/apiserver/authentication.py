@@ -117,9 +117,9 @@ class ReviewedToken:
 
 
 def is_secure(request: web.Request) -> bool:
-    """Did ``request`` arrive over TLS (the secure port)?"""
-    transport = request.transport
-    return transport is not None and transport.get_extra_info("sslcontext") is not None
+    """Did ``request`` arrive over TLS (the secure port)? (aiohttp read the connection's TLS
+    context once, for ``scheme``; no code of ours clones a request with another scheme.)"""
+    return request.scheme == "https"
 
 
 @dataclass(frozen=True, slots=True)

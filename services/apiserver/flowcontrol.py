@@ -67,7 +67,6 @@ from api.flowcontrol import (
 from api.meta import now_time
 from client.backoff import Backoff
 from component.metrics import Metrics
-from services.apiserver.authorization import REQUEST_INFO
 from services.apiserver.context import ApiContext
 from services.apiserver.flowcontrol_bootstrap import PRIORITY_LEVELS
 from services.apiserver.flowcontrol_matching import classify, precedence_order
@@ -83,7 +82,7 @@ from services.apiserver.inflight import (
     served,
 )
 from services.apiserver.predicate import Predicate
-from services.apiserver.request_info import RequestInfo, request_info
+from services.apiserver.request_info import RequestInfo, request_info_of
 from services.apiserver.storage import ObjectStorage
 from services.apiserver.watchcache import WatchCache
 from store.base import StoreClosed
@@ -404,12 +403,11 @@ class FlowControl:
 def _passes_untouched(request: web.Request) -> bool:
     """exec, attach, log, portforward and proxy: long-running, and not APF's business
     (watches are classified; so are the probes, which the ``probes`` schema exempts)."""
-    return is_long_running(request) and not is_probe(request.path) and not _is_watch(request)
-
-
-def _is_watch(request: web.Request) -> bool:
-    info = request.get(REQUEST_INFO)
-    return isinstance(info, RequestInfo) and info.verb == "watch"
+    return (
+        is_long_running(request)
+        and not is_probe(request.path)
+        and request_info_of(request).verb != "watch"
+    )
 
 
 FLOW_CONTROL: web.AppKey[FlowControl] = web.AppKey("flow_control", FlowControl)
@@ -452,9 +450,7 @@ def priority_and_fairness(control: FlowControl) -> Middleware:
     async def filter_by_priority(request: web.Request, handler: Handler) -> web.StreamResponse:
         if _passes_untouched(request):
             return await handler(request)
-        info = request.get(REQUEST_INFO)
-        if not isinstance(info, RequestInfo):
-            info = request_info(request.method, request.path, request.query)
+        info = request_info_of(request)
         flow, level = control.classify(request_user(request), info)
         request[_FLOW] = flow
         if info.verb == "watch":

@@ -34,9 +34,7 @@ long-running rule, the same 429 and ``served``.
 
 from __future__ import annotations
 
-import contextlib
 import logging
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Final
 
@@ -126,16 +124,19 @@ class Pool:
         if self.limit < 0:
             raise ValueError("in-flight limits must be >= 0 (0 means no limit)")
 
-    @contextlib.contextmanager
-    def slot(self) -> Iterator[None]:
-        """Hold one slot for the ``with`` block; ``TooManyRequests`` when none is free."""
+    def slot(self) -> Pool:
+        """Hold one slot for the ``with`` block; ``TooManyRequests`` when none is free. (The
+        pool is its own context manager: every request takes a slot, and a generator-based
+        one costs several times more.)"""
+        return self
+
+    def __enter__(self) -> None:
         if self.limit and self.taken >= self.limit:
             raise TooManyRequests(TOO_MANY_REQUESTS, retry_after_seconds=RETRY_AFTER_SECONDS)
         self.taken += 1
-        try:
-            yield
-        finally:
-            self.taken -= 1
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.taken -= 1
 
 
 class InflightLimits:

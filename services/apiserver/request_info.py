@@ -17,6 +17,10 @@ Kubernetes). This module is ``RequestInfoFactory.NewRequestInfo`` of
 * ``namespaces/<ns>/<resource>/...`` sets the namespace; ``namespaces/<ns>`` alone (and its
   ``status``/``finalize`` subresources) is the namespace object itself.
 
+Each request is parsed once: ``request_info_of`` keeps the answer on the request
+(``REQUEST_INFO``), and every middleware that needs it — metrics, authorization, priority and
+fairness — asks that function, so a request costs one parse however many layers read it.
+
 Limits: what the path says is what it is; no check that the resource exists.
 """
 
@@ -25,10 +29,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from aiohttp import web
+
 from services.apiserver.identity import RequestAttributes, UserInfo
 from services.apiserver.query import query_flag
 
-__all__ = ["RequestInfo", "attributes_for", "request_info"]
+__all__ = ["REQUEST_INFO", "RequestInfo", "attributes_for", "request_info", "request_info_of"]
 
 _VERBS = {
     "POST": "create",
@@ -68,18 +74,15 @@ def _name_from_field_selector(selector: str) -> str:
 
 def request_info(method: str, path: str, query: Mapping[str, str]) -> RequestInfo:
     """``method``/``path``/``query`` of one HTTP request -> what it asks for."""
-    non_resource = RequestInfo(verb=method.lower(), path=path)
-    parts = [p for p in path.strip("/").split("/")]
-    if not parts or parts[0] not in ("api", "apis"):
-        return non_resource
+    parts = path.strip("/").split("/")
     prefix, parts = parts[0], parts[1:]
     group = ""
     if prefix == "apis":
         if len(parts) < 3:  # /apis, /apis/<group>, /apis/<group>/<version>: discovery
-            return non_resource
+            return RequestInfo(verb=method.lower(), path=path)
         group, parts = parts[0], parts[1:]
-    elif len(parts) < 2:  # /api, /api/v1: discovery
-        return non_resource
+    elif prefix != "api" or len(parts) < 2:  # not the API, or /api, /api/v1: discovery
+        return RequestInfo(verb=method.lower(), path=path)
     version, parts = parts[0], parts[1:]
     verb = _VERBS.get(method.upper(), method.lower())
     if parts and parts[0] == "watch":
@@ -114,6 +117,18 @@ def request_info(method: str, path: str, query: Mapping[str, str]) -> RequestInf
         subresource=subresource,
         name=name,
     )
+
+
+REQUEST_INFO: web.RequestKey[RequestInfo] = web.RequestKey("request_info", RequestInfo)
+"""Where ``request_info_of`` keeps a request's ``RequestInfo``."""
+
+
+def request_info_of(request: web.Request) -> RequestInfo:
+    """``request``'s ``RequestInfo``, parsed at the first call and kept on the request."""
+    info = request.get(REQUEST_INFO)
+    if info is None:
+        info = request[REQUEST_INFO] = request_info(request.method, request.path, request.query)
+    return info
 
 
 def attributes_for(user: UserInfo, info: RequestInfo) -> RequestAttributes:
