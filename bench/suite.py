@@ -241,6 +241,12 @@ async def run_status_writes(ctx: Context) -> list[Figure]:
     return await status_writes.run_scenario(ctx)
 
 
+async def run_lease_renewals(ctx: Context) -> list[Figure]:
+    from bench import lease_renewals
+
+    return await lease_renewals.run_scenario(ctx)
+
+
 async def run_writes_per_pod(ctx: Context) -> list[Figure]:
     from bench import writes_per_pod
 
@@ -300,6 +306,9 @@ def build_registry(*, scale: tuple[int, int] | None = None) -> Registry:
         Scenario("status-writes", "api", run_status_writes,
                  "pod status PUTs/s and apiserver CPU per PUT, as the kubelet sends them, beside "
                  "pod creates"),
+        Scenario("lease-renewals", "api", run_lease_renewals,
+                 "node Lease renewals (PUT) and apiserver CPU per renewal beside a Lease create; "
+                 "the nodes one core keeps at 10 s renewals"),
         Scenario("e2e-etcd-1-vs-3-apiservers", "e2e", run_ha_e2e,
                  "RC of 1,000 pods on 100 sim nodes on etcd: 1 apiserver beside 3 behind "
                  "kubelite front (pods/s ratio)", quick=False),
