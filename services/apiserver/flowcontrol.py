@@ -55,7 +55,6 @@ from typing import Any, Final, NoReturn
 
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
-from prometheus_client import Counter, Gauge, Histogram
 
 from api.errors import NotFound, TooManyRequests
 from api.flowcontrol import (
@@ -80,6 +79,14 @@ from services.apiserver.inflight import (
     is_mutating,
     is_probe,
     served,
+)
+from services.apiserver.loop_metrics import (
+    CounterChild,
+    GaugeChild,
+    HistogramChild,
+    LoopCounter,
+    LoopGauge,
+    LoopHistogram,
 )
 from services.apiserver.predicate import Predicate
 from services.apiserver.request_info import RequestInfo, request_info_of
@@ -131,11 +138,11 @@ _FLOW: web.RequestKey[Flow] = web.RequestKey("kubelite.flow", Flow)
 class _Children:
     """One (level, schema)'s labelled metrics."""
 
-    inflight: Gauge
-    inqueue: Gauge
-    dispatched: Counter
-    waited: Histogram
-    refused_wait: Histogram
+    inflight: GaugeChild
+    inqueue: GaugeChild
+    dispatched: CounterChild
+    waited: HistogramChild
+    refused_wait: HistogramChild
 
 
 class Level:
@@ -218,29 +225,34 @@ class FlowControl:
         self._classified: dict[tuple[object, ...], tuple[Flow, Level]] = {}
         self._children: dict[tuple[str, str], _Children] = {}
         labels = ("priority_level", "flow_schema")
-        self.inflight = metrics.gauge(
+        self.inflight = LoopGauge(
+            metrics,
             "apiserver_flowcontrol_current_inflight_requests",
             "Number of requests in initial (for a WATCH) or any (for a non-WATCH) execution "
             "stage in the API Priority and Fairness subsystem",
             labels,
         )
-        self.inqueue = metrics.gauge(
+        self.inqueue = LoopGauge(
+            metrics,
             "apiserver_flowcontrol_current_inqueue_requests",
             "Number of requests currently pending in queues of the API Priority and Fairness "
             "subsystem",
             labels,
         )
-        self.dispatched = metrics.counter(
+        self.dispatched = LoopCounter(
+            metrics,
             "apiserver_flowcontrol_dispatched_requests",
             "Number of requests executed by API Priority and Fairness subsystem",
             labels,
         )
-        self.rejected = metrics.counter(
+        self.rejected = LoopCounter(
+            metrics,
             "apiserver_flowcontrol_rejected_requests",
             "Number of requests rejected by API Priority and Fairness subsystem",
             (*labels, "reason"),
         )
-        self.wait = metrics.histogram(
+        self.wait = LoopHistogram(
+            metrics,
             "apiserver_flowcontrol_request_wait_duration_seconds",
             "Length of time a request spent waiting in its queue",
             (*labels, "execute"),

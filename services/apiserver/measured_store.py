@@ -22,9 +22,8 @@ import time
 from collections.abc import AsyncIterator, Callable
 from typing import Final
 
-from prometheus_client import Histogram
-
 from component.metrics import Metrics
+from services.apiserver.loop_metrics import HistogramChild, LoopHistogram
 from services.apiserver.metrics import REQUEST_BUCKETS
 from store.base import Event, KeyValue, ListResult, Store
 
@@ -51,7 +50,7 @@ class _Timed:
 
     __slots__ = ("latency", "started")
 
-    def __init__(self, latency: Histogram) -> None:
+    def __init__(self, latency: HistogramChild) -> None:
         self.latency = latency
         self.started = 0.0
 
@@ -67,22 +66,17 @@ class MeasuredStore:
 
     def __init__(self, inner: Store, metrics: Metrics) -> None:
         self.inner = inner
-        self.latency = metrics.histogram(
+        self.latency = LoopHistogram(
+            metrics,
             "etcd_request_duration_seconds",
             "Etcd request latency in seconds for each operation and object type.",
             ("operation", "type"),
             buckets=REQUEST_BUCKETS,
         )
-        self._children: dict[tuple[str, str], Histogram] = {}
-        """``latency``'s child per (operation, type), looked up once (``labels()`` is slow)."""
 
     def _timed(self, operation: str, key: str = "") -> _Timed:
         """A timer of one call of ``operation`` on ``key``."""
-        labels = (operation, _type(key))
-        child = self._children.get(labels)
-        if child is None:
-            child = self._children[labels] = self.latency.labels(*labels)
-        return _Timed(child)
+        return _Timed(self.latency.labels(operation, _type(key)))
 
     async def get(self, key: str) -> KeyValue | None:
         with self._timed("get", key):

@@ -41,12 +41,12 @@ from typing import Any, Final
 
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
-from prometheus_client import Counter, Histogram
 
 from api.registry import ResourceType
 from component.metrics import CONTENT_TYPE, Metrics, Samples
 from services.apiserver.context import CONTEXT
 from services.apiserver.inflight import LONG_RUNNING_SUBRESOURCES, InflightLimits, is_long_running
+from services.apiserver.loop_metrics import LoopCounter, LoopGauge, LoopHistogram
 from services.apiserver.request_info import RequestInfo, request_info_of
 from services.apiserver.watchcache import WatchCache
 
@@ -123,41 +123,28 @@ class ApiServerMetrics:
     def __init__(self) -> None:
         self.metrics = Metrics()
         m = self.metrics
-        self.requests = m.counter(
+        self.requests = LoopCounter(
+            m,
             "apiserver_request_total",
             "Counter of apiserver requests broken out for each verb, dry run value, group, "
             "version, resource, scope, component, and HTTP response code.",
             (*_REQUEST_LABELS, "code"),
         )
-        self.durations = m.histogram(
+        self.durations = LoopHistogram(
+            m,
             "apiserver_request_duration_seconds",
             "Response latency distribution in seconds for each verb, dry run value, group, "
             "version, resource, subresource, scope and component.",
             _REQUEST_LABELS,
             buckets=REQUEST_BUCKETS,
         )
-        self._counted: dict[tuple[tuple[str, ...], int], Counter] = {}
-        self._timed: dict[tuple[str, ...], Histogram] = {}
-        self.longrunning = m.gauge(
+        self.longrunning = LoopGauge(
+            m,
             "apiserver_longrunning_requests",
             "Gauge of all active long-running apiserver requests broken out by verb, group, "
             "version, resource, scope and component. Not all requests are tracked this way.",
             ("verb", "group", "version", "resource", "subresource", "scope", "component"),
         )
-
-    def record(self, labels: tuple[str, ...], *, code: int, seconds: float) -> None:
-        """Count one request answered ``code`` after ``seconds``. Each label set's children
-        are looked up once and kept: ``labels()`` costs more than the count and the
-        observation together, and a request's labels repeat (their number is bounded, see
-        the module docstring)."""
-        counted = self._counted.get((labels, code))
-        if counted is None:
-            counted = self._counted[labels, code] = self.requests.labels(*labels, str(code))
-        counted.inc()
-        timed = self._timed.get(labels)
-        if timed is None:
-            timed = self._timed[labels] = self.durations.labels(*labels)
-        timed.observe(seconds)
 
     def observe(self, *, inflight: InflightLimits, caches: Mapping[Any, WatchCache]) -> None:
         """Read ``inflight``'s pools and every cache in ``caches`` (CRDs add theirs later)."""
@@ -255,7 +242,8 @@ def instrument_requests(metrics: ApiServerMetrics) -> Middleware:
         finally:
             if long_running:
                 gauge.dec()
-            metrics.record(labels, code=code, seconds=time.monotonic() - started)
+            metrics.requests.labels(*labels, str(code)).inc()
+            metrics.durations.labels(*labels).observe(time.monotonic() - started)
 
     return instrument
 
