@@ -88,7 +88,7 @@ class Transport:
             log.warning(
                 "apiserver %s cannot be reached (%s); turning to %s",
                 failed,
-                exc or type(exc).__name__,
+                str(exc) or type(exc).__name__,
                 self.server,
             )
         return True
@@ -158,10 +158,12 @@ class Transport:
                 never_sent = isinstance(exc, aiohttp.ClientConnectorError)
                 turned = self._fail_over(server, exc)
                 if (not idempotent and not never_sent) or attempt == attempts:
-                    raise ApiUnreachable(f"{method} {path}: {exc or type(exc).__name__}") from exc
+                    raise ApiUnreachable(
+                        f"{method} {path}: {str(exc) or type(exc).__name__}"
+                    ) from exc
                 if turned and never_sent:
                     continue  # nothing reached the failed one: try the next one at once
-                what = f"failed ({exc or type(exc).__name__})"
+                what = f"failed ({str(exc) or type(exc).__name__})"
                 hint = None
             else:
                 if error is None:
@@ -199,7 +201,7 @@ class Transport:
                 resp = await self.session.get(server + path, params=params, timeout=timeout)
             except (TimeoutError, aiohttp.ClientConnectionError) as exc:
                 self._fail_over(server, exc)
-                raise ApiUnreachable(f"watch {path}: {exc or type(exc).__name__}") from exc
+                raise ApiUnreachable(f"watch {path}: {str(exc) or type(exc).__name__}") from exc
             if resp.status >= 400:
                 try:
                     payload = await resp.read()

@@ -125,7 +125,7 @@ async def save_snapshot(endpoints: Sequence[str], path: Path) -> int:
             try:
                 size = await _stream_snapshot(session, url, part)
             except (OSError, aiohttp.ClientError, TimeoutError, ValueError) as exc:
-                failures.append(f"{endpoint}: {exc or type(exc).__name__}")
+                failures.append(f"{endpoint}: {str(exc) or type(exc).__name__}")
                 continue
             part.replace(path)
             return size

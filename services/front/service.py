@@ -190,7 +190,9 @@ class FrontService:
                     await resp.read()
                     self.backends.mark(backend, up=resp.status == 200, why=f"/readyz {resp.status}")
             except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-                self.backends.mark(backend, up=False, why=f"/readyz: {exc or type(exc).__name__}")
+                self.backends.mark(
+                    backend, up=False, why=f"/readyz: {str(exc) or type(exc).__name__}"
+                )
             await asyncio.sleep(self.options.check_interval)
 
     async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -219,7 +221,9 @@ class FrontService:
                 self._relayed.labels(BACKEND, str(backend)).inc()
                 return connection
             except (OSError, TimeoutError) as exc:
-                self.backends.mark(backend, up=False, why=f"connect: {exc or type(exc).__name__}")
+                self.backends.mark(
+                    backend, up=False, why=f"connect: {str(exc) or type(exc).__name__}"
+                )
         return None
 
 

@@ -204,3 +204,23 @@ async def test_client_side_qps_paces_requests(aiohttp_server: ServerFactory) -> 
         for _ in range(12):
             await client.list(PODS)
         assert loop.time() - t0 == pytest.approx(2.0)  # burst 2, then 10 more at 5/s
+
+
+@pytest.mark.looptime
+async def test_a_write_that_times_out_says_so(aiohttp_server: ServerFactory) -> None:
+    never = asyncio.Event()
+
+    async def silent(request: web.Request) -> web.StreamResponse:
+        await never.wait()  # never answers: the client's request timeout ends it
+        raise AssertionError("unreachable")
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", silent)
+    server = await aiohttp_server(app)
+    config = ClientConfig(server=str(server.make_url("")).rstrip("/"), request_timeout=5.0)
+    async with ApiClient(config) as client:
+        assert NODES
+        with pytest.raises(ApiUnreachable) as refused:
+            await client.update_status(NODES, {"metadata": {"name": "n1"}})
+    # a TimeoutError's text is empty: the message names the exception instead
+    assert str(refused.value) == "PUT /api/v1/nodes/n1/status: TimeoutError"
