@@ -758,16 +758,18 @@ class Managers:
         return printed
 
     def _take(self, compared: Comparison, *, but: Key, force: bool) -> None:
-        """Others lose what ``compared`` changed or removed; unforced, a change is a conflict."""
+        """Others lose what ``compared`` changed or removed; unforced, a change is a conflict
+        (forced — every Update — the conflicts are not even listed)."""
         changed = compared.changed
-        conflicts = [
-            Conflict(self._printed(key), path)
-            for key, entry in sorted(self.entries.items())
-            if key != but
-            for path in sorted(entry.fields & changed)
-        ]
-        if conflicts and not force:
-            raise ApplyConflicts(conflicts)
+        if not force:
+            conflicts = [
+                Conflict(self._printed(key), path)
+                for key, entry in sorted(self.entries.items())
+                if key != but
+                for path in sorted(entry.fields & changed)
+            ]
+            if conflicts:
+                raise ApplyConflicts(conflicts)
         lost = changed | compared.removed
         for key, entry in list(self.entries.items()):
             if key == but:
