@@ -3,8 +3,10 @@
 Why: a bad object must be refused before it is stored, with the 422 ``Invalid`` answer a real
 cluster gives — ``Pod "web" is invalid: spec.containers[0].image: Required value`` — because
 kubectl prints those causes to people, and clients key on their ``reason``. The apiserver calls
-``validate(rt, obj)`` on create (after ``api.defaults.apply_defaults``) and
-``validate_update(rt, new, old)`` on update; an empty list means valid.
+``validate(rt, obj)`` on create (after ``api.defaults.apply_defaults``),
+``validate_update(rt, new, old)`` on update and ``validate_status_update(rt, new, old)`` on a
+status write (metadata and status only, as Kubernetes' status strategies check); an empty list
+means valid.
 
 How: two passes over the same dict. First the resource's pydantic model (``rt.model``) checks
 shape and types; its errors become causes, their ``loc`` turned into Kubernetes field paths
@@ -2747,8 +2749,8 @@ def _status_model(model: type[BaseModel]) -> type[BaseModel]:
 
 
 def only_status_differs(new: dict[str, Any], old: dict[str, Any]) -> bool:
-    """Whether ``new`` has ``old``'s every top-level field but metadata and status (values the
-    status strategy shares with the stored object compare by identity, at no cost)."""
+    """Whether ``new`` has ``old``'s every top-level field but metadata and status (cheap for
+    what the status strategy shares with the stored object: its items compare by identity)."""
     return all(
         new.get(key) == old.get(key) for key in (new.keys() | old.keys()) - _STATUS_WRITE_FIELDS
     )
@@ -2765,7 +2767,7 @@ def validate_status_update(
     this is ``validate_update`` itself. A stored spec that later rules would refuse is not
     refused here, as in Kubernetes.
     """
-    if not isinstance(new, dict) or not only_status_differs(new, old):
+    if not only_status_differs(new, old):
         return validate_update(rt, new, old)
     causes = _pydantic_causes(_status_model(rt.model), new)
     semantic = _metadata(rt, _map(new.get("metadata")))
