@@ -23,8 +23,9 @@ What it owns:
   applier's configuration is its whole intent: fields it applied before and omits now are
   removed unless someone else owns them; a change to a field another manager owns is a
   ``ApplyConflicts`` unless forced, which takes it over). Decoding keeps the field sets of the
-  last 512 distinct FieldsV1 trees (up to 8 KiB each), keyed by their content: the stored
-  entries are read again on every write of an object, and objects of one template share them.
+  FieldsV1 trees it read last (``_DecodedTrees``: 512 KiB of their text, 12 MiB at most),
+  keyed by their content: the stored entries are read again on every write of an object, and
+  objects of one template share them.
 
 Limits: unions and version conversion of field sets are not modelled (a CRD's versions share
 one schema shape here); Update managers are never collapsed into ``ancient-changes`` as
@@ -35,6 +36,8 @@ from __future__ import annotations
 
 import copy
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
@@ -549,31 +552,51 @@ def from_fields_v1(tree: Any, prefix: Path = ()) -> set[Path]:
     return out
 
 
-_DECODED_MAX_BYTES = 8192
-"""Trees up to this size (as JSON) have their decoding kept: a pod's or a Deployment's entry is
-a few hundred bytes to a few KiB; a bigger tree (a large CRD's) is rare and read each time."""
+class _DecodedTrees:
+    """The field sets of recently read FieldsV1 trees, keyed by the tree's JSON text (orjson
+    keeps key order, which ``canonical`` depends on): a changed tree is another key, never a
+    stale hit. Bounded by the texts' total size, least recently used out first: text and field
+    set together take 6 (a pod's entries) to 24 times (trees of one field each) the text, so the
+    apiserver's 512 KiB of text is at most about 12 MiB (measured with tracemalloc).
+    Field sets are frozensets: every ``Managers`` decoded from one tree shares its set."""
+
+    def __init__(self, *, max_bytes: int, max_tree_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.max_tree_bytes = max_tree_bytes
+        self.size = 0
+        self._trees: OrderedDict[bytes, tuple[frozenset[Path], bool]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def read(self, tree: Any) -> tuple[AbstractSet[Path], bool]:
+        """``_read_fields_v1(tree)``, from the kept trees when ``tree`` was read before."""
+        try:
+            text = orjson.dumps(tree)
+        except (TypeError, orjson.JSONEncodeError):  # not JSON (an int past 64 bits)
+            return _read_fields_v1(tree)
+        if len(text) > self.max_tree_bytes:
+            return _read_fields_v1(tree)
+        with self._lock:
+            found = self._trees.get(text)
+            if found is not None:
+                self._trees.move_to_end(text)
+                return found
+        fields, canonical = _read_fields_v1(tree)
+        decoded = frozenset(fields), canonical
+        with self._lock:
+            if text not in self._trees:
+                # a copy: orjson's own bytes keep the whole buffer they were written into (4 KiB)
+                self._trees[bytes(memoryview(text))] = decoded
+                self.size += len(text)
+                while self.size > self.max_bytes:
+                    dropped, _ = self._trees.popitem(last=False)
+                    self.size -= len(dropped)
+        return decoded
 
 
-def _decode_entry_fields(tree: Any) -> tuple[AbstractSet[Path], bool]:
-    """``_read_fields_v1(tree)``, kept per distinct tree: the stored entries are decoded again
-    on every write of their object, and many objects carry the same tree (every pod of one
-    template has its creator's). Keyed by the tree's JSON text (orjson keeps key order, which
-    ``canonical`` depends on), so a changed tree is a different key and never a stale hit."""
-    try:
-        text = orjson.dumps(tree)
-    except (TypeError, orjson.JSONEncodeError):  # not JSON (an int past 64 bits): not kept
-        return _read_fields_v1(tree)
-    if len(text) > _DECODED_MAX_BYTES:
-        return _read_fields_v1(tree)
-    return _decoded_fields(text)
-
-
-@lru_cache(maxsize=512)
-def _decoded_fields(text: bytes) -> tuple[frozenset[Path], bool]:
-    """Bounded: 512 trees of at most 8 KiB, a few MiB with their field sets. A frozenset, as
-    every ``Managers`` holding it shares it (an entry's fields are replaced, never changed)."""
-    fields, canonical = _read_fields_v1(orjson.loads(text))
-    return frozenset(fields), canonical
+_DECODED = _DecodedTrees(max_bytes=512 << 10, max_tree_bytes=32 << 10)
+"""The stored entries are decoded again on every write of their object, and many objects carry
+the same tree (every pod of one template has its creator's): a pod's entry is about 1 KiB, so
+the last five hundred or so distinct trees are kept; one past 32 KiB is read each time."""
 
 
 def _read_fields_v1(tree: Any) -> tuple[set[Path], bool]:
@@ -664,7 +687,7 @@ class Entry:
     api_version: str
     time: str | None
     fields: AbstractSet[Path]
-    """Shared with other ``Managers`` when decoded (see ``_decode_entry_fields``): replaced,
+    """Shared with other ``Managers`` when decoded (see ``_DecodedTrees``): replaced,
     never changed in place."""
     wire: Obj | None = None
     """``fields_v1(fields)`` when already at hand (the entry's fieldsV1 as read, in that exact
@@ -723,7 +746,7 @@ class Managers:
                 str(item.get("subresource") or ""),
             )
             raw = item.get("fieldsV1")
-            fields, canonical = _decode_entry_fields(raw)
+            fields, canonical = _DECODED.read(raw)
             out.entries[key] = Entry(
                 api_version=str(item.get("apiVersion") or ""),
                 time=_rfc3339(item.get("time")),

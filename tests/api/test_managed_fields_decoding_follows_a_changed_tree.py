@@ -2,12 +2,15 @@
 entries are read again on every write of their object, and many objects share a tree), keyed by
 the tree's content: a tree edited in place, one with the same fields in another key order, or
 with another leaf value is read again, never answered from what an older tree gave; an entry
-shared by two decoded objects loses fields in one of them only; the kept trees are bounded."""
+shared by two decoded objects loses fields in one of them only; the kept trees are bounded by
+their total size."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
+
+import orjson
 
 from api import managed_fields
 from api.managed_fields import UPDATE, Managers, fields_v1, shape_for_builtin
@@ -66,14 +69,22 @@ def test_an_entry_two_objects_share_loses_fields_in_one_of_them_only() -> None:
     assert Managers.decode(managed(tree)).entries[KEY].fields == second.entries[KEY].fields
 
 
-def test_the_trees_kept_are_bounded_and_a_big_tree_is_read_whole() -> None:
-    kept = managed_fields._decoded_fields
-    bound = kept.cache_info().maxsize
-    assert bound is not None
-    for index in range(bound + 10):
-        Managers.decode(managed({"f:metadata": {"f:labels": {f"f:l{index}": {}}}}))
-    assert kept.cache_info().currsize <= bound
-    paths = {("f:data", f"f:key-{index:05}") for index in range(2000)}
+def test_the_trees_kept_are_bounded_by_their_size_the_least_recently_read_out_first() -> None:
+    trees = managed_fields._DecodedTrees(max_bytes=2000, max_tree_bytes=500)
+    shared = {"f:spec": {"f:replicas": {}}}
+    for index in range(100):
+        labels = {"f:metadata": {"f:labels": {f"f:l{index}": {}}}}
+        assert trees.read(labels)[0] == {("f:metadata", "f:labels", f"f:l{index}")}
+        assert trees.read(shared) == ({("f:spec", "f:replicas")}, True)
+        assert trees.size <= trees.max_bytes
+    assert orjson.dumps(shared) in trees._trees
+    assert orjson.dumps({"f:metadata": {"f:labels": {"f:l0": {}}}}) not in trees._trees
+
+
+def test_a_tree_past_the_size_kept_is_read_whole_each_time() -> None:
+    trees = managed_fields._DecodedTrees(max_bytes=2000, max_tree_bytes=500)
+    paths = {("f:data", f"f:key-{index:03}") for index in range(100)}
     big = fields_v1(paths)
-    assert len(json.dumps(big)) > managed_fields._DECODED_MAX_BYTES
-    assert Managers.decode(managed(big)).entries[KEY].fields == paths
+    assert len(orjson.dumps(big)) > trees.max_tree_bytes
+    assert trees.read(big) == (paths, True)
+    assert trees.size == 0
