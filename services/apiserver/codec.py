@@ -56,6 +56,7 @@ __all__ = [
     "PatchType",
     "clone",
     "dumps",
+    "dumps_kept",
     "json_response",
     "read_object",
     "read_patch",
@@ -89,6 +90,16 @@ def dumps(obj: Any) -> bytes:
         return orjson.dumps(obj)
     except TypeError:
         return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def dumps_kept(obj: Any) -> bytes:
+    """``dumps`` for bytes that are kept (the watch cache's objects, stored values).
+
+    orjson returns its output in the buffer it grew while writing (4 KiB for a 1 KiB pod's
+    JSON); a copy of exactly the JSON's size costs a fraction of a microsecond and gives the
+    rest back — held for every cached object, that slack more than doubled the cache's memory.
+    """
+    return bytes(memoryview(dumps(obj)))
 
 
 def loads(data: bytes | str) -> Any:

@@ -38,7 +38,7 @@ from typing import Any
 from api.defaults import fill_serialised
 from api.errors import AlreadyExists, Conflict, Expired, NotFound, StatusError
 from api.registry import ResourceType
-from services.apiserver.codec import dumps, loads
+from services.apiserver.codec import dumps_kept, loads
 from services.apiserver.encryption import StaleValue
 from store.base import (
     Compacted,
@@ -76,7 +76,7 @@ def encode(obj: Obj) -> bytes:
     meta = obj.get("metadata")
     if isinstance(meta, dict) and "resourceVersion" in meta:
         obj = {**obj, "metadata": {k: v for k, v in meta.items() if k != "resourceVersion"}}
-    return dumps(obj)
+    return dumps_kept(obj)
 
 
 def decode(kv: KeyValue, *, revision: int | None = None) -> Obj:

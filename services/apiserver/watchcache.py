@@ -59,7 +59,7 @@ from typing import Any
 
 from api.errors import Expired, StatusError
 from api.registry import ResourceType
-from services.apiserver.codec import dumps, loads
+from services.apiserver.codec import dumps, dumps_kept, loads
 from services.apiserver.custom_objects import served_as
 from services.apiserver.encryption import Undecryptable
 from services.apiserver.predicate import INDEX_PREFERENCE, Predicate
@@ -109,7 +109,7 @@ class CompactObject:
 
     def __init__(self, rt: ResourceType, obj: Obj) -> None:
         meta = obj.get("metadata") or {}
-        self.json = dumps(obj)
+        self.json = dumps_kept(obj)
         self.namespace = str(meta.get("namespace") or "")
         self.labels: dict[str, str] = meta.get("labels") or _NO_LABELS
         fields = {
@@ -219,7 +219,7 @@ class CacheEvent:
             if self._prev_bytes is None:
                 prev = self.previous.decoded()
                 prev.setdefault("metadata", {})["resourceVersion"] = str(self.revision)
-                self._prev_bytes = dumps(prev)
+                self._prev_bytes = dumps_kept(prev)
             return self._prev_bytes
         return self.current.json
 

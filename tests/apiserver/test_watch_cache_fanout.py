@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import tracemalloc
 
 import pytest
 
 from api.registry import REGISTRY
 from services.apiserver.predicate import Predicate
-from services.apiserver.storage import ObjectStorage
+from services.apiserver.storage import ObjectStorage, encode
 from services.apiserver.watchcache import CacheEvent, CompactObject, WatchCache, WatcherClosed
 from store.memory import MemoryStore
 from tests import factories
@@ -125,3 +126,20 @@ async def test_stopping_the_cache_ends_every_watch() -> None:
     with pytest.raises(WatcherClosed):
         await waiting
     task.cancel()
+
+
+def test_a_cached_object_holds_its_json_without_the_encoders_slack() -> None:
+    """orjson hands back its output in the buffer it grew (4 KiB for a 1 KiB pod); the cache
+    keeps a copy of the JSON's own size, as the store's encoded values are kept."""
+    obj = pod("web-0", node="node-1")
+    obj["metadata"]["annotations"] = {"note": "x" * 1500}  # a pod's usual size, 1-2 KiB
+    size = len(json.dumps(obj, separators=(",", ":")))
+    tracemalloc.start()
+    try:
+        kept = [CompactObject(PODS, obj).json for _ in range(200)]
+        stored = [encode(obj) for _ in range(200)]
+        cached_bytes, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(kept[0]) == size
+    assert cached_bytes / (len(kept) + len(stored)) < 1.25 * size
