@@ -1,5 +1,6 @@
 """``component.run``: ready line after start, SIGTERM -> graceful stop (exit 0), one-line fatal
-errors with their exit codes, and a hard stop on the deadline or a second signal."""
+errors with their exit codes, a hard stop on the deadline or a second signal, and the garbage
+collector tuned for a server once started."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 SERVICE = """
-import asyncio, sys
+import asyncio, gc, sys
 import component
 
 mode, deadline = sys.argv[1], float(sys.argv[2])
@@ -30,6 +31,9 @@ class Service:
             raise RuntimeError("a bug")
         if mode == "exit-7":
             return 7
+        if mode == "collector":
+            print("collector", gc.get_threshold()[0], gc.get_freeze_count() > 0, file=sys.stderr)
+            return 0
         await asyncio.Event().wait()
 
     async def stop(self):
@@ -133,3 +137,11 @@ async def test_a_second_signal_exits_at_once() -> None:
         run.proc.send_signal(signal.SIGINT)
         assert await run.exit_code() == 128 + signal.SIGINT
         assert run.lines[-1] == "kubelite scheduler: second SIGINT: exiting now"
+
+
+async def test_a_started_component_collects_less_often_and_froze_its_start() -> None:
+    from component.lifecycle import GC_YOUNG_THRESHOLD
+
+    async with Run("collector") as run:
+        assert await run.exit_code() == 0
+    assert f"collector {GC_YOUNG_THRESHOLD} True" in run.lines
