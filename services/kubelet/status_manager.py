@@ -38,7 +38,7 @@ from client.controller import Controller
 from client.rest import ApiClient
 from client.workqueue import WorkQueue
 
-__all__ = ["StatusManager", "normalize"]
+__all__ = ["StatusManager", "normalize", "same_normalized"]
 
 log = logging.getLogger("kubelet.status")
 
@@ -52,14 +52,44 @@ def _pods() -> ResourceType:
     return rt
 
 
+_MAPPINGS = (dict, Mapping)
+"""What JSON objects are: dicts first, since a check against the ABC alone is slow."""
+
+
 def normalize(value: Any) -> Any:
     """Drop ``None``, empty dicts and empty lists, recursively: what survives a round trip."""
-    if isinstance(value, Mapping):
+    if isinstance(value, _MAPPINGS):
         out = {k: normalize(v) for k, v in value.items()}
         return {k: v for k, v in out.items() if v not in (None, {}, [])}
     if isinstance(value, list):
         return [normalize(v) for v in value]
     return value
+
+
+def same_normalized(a: Any, b: Any) -> bool:
+    """``normalize(a) == normalize(b)``, without building either: a status is compared on every
+    reconcile, and the two normalised copies cost more than the walk (subtrees equal as they
+    are are compared by ``==`` in C and not walked)."""
+    if a == b:
+        return True
+    if isinstance(a, _MAPPINGS) and isinstance(b, _MAPPINGS):
+        for k, v in a.items():
+            w = b.get(k)
+            if v != w and not (_vanishes(v) and _vanishes(w)) and not same_normalized(v, w):
+                return False
+        return all(k in a or _vanishes(w) for k, w in b.items())
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(map(same_normalized, a, b))
+    return False
+
+
+def _vanishes(value: Any) -> bool:
+    """Whether ``normalize`` drops ``value`` from the mapping holding it."""
+    if value is None:
+        return True
+    if isinstance(value, _MAPPINGS):
+        return all(map(_vanishes, value.values()))
+    return isinstance(value, list) and not value
 
 
 def _rv(obj: Mapping[str, Any] | None) -> int:
@@ -150,8 +180,7 @@ class StatusManager:
             if d is None:
                 return
             for _ in range(CONFLICT_RETRIES):
-                wanted = normalize(d.status)
-                if normalize(d.pod.get("status") or {}) == wanted:
+                if same_normalized(d.status, d.pod.get("status") or {}):
                     return
                 # a view, not a copy: the client encodes it before its first await, keeping nothing
                 body = {**d.pod, "status": d.status}
