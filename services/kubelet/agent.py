@@ -96,6 +96,7 @@ class NodeKubelet:
         services: Informer | None = None,
         cluster_dns: ClusterDns = ClusterDns(),
         register_gate: asyncio.Semaphore | None = None,
+        heartbeat_client: ApiClient | None = None,
     ) -> None:
         self.client = client
         self.config = config
@@ -109,6 +110,7 @@ class NodeKubelet:
             lease_interval=lease_interval,
             status_interval=status_interval,
             register_gate=register_gate,
+            heartbeat_client=heartbeat_client,
         )
         self._owns_informer = informer is None
         self.informer = informer or Informer(

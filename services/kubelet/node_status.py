@@ -21,6 +21,15 @@ What ``NodeAgent`` does, as the kubelet's ``kubelet_node_status.go`` and ``nodel
   compare-and-swap, re-read on Conflict) when anything but heartbeat times changed, and at least
   every ``status_report_interval`` (5 min). Conditions: Ready (KubeletReady) and the three
   pressure conditions, from ``pressure()`` (host memory/disk/PIDs for the process runtime).
+  A Node this agent created carried that status, so it counts as the first report (Kubernetes'
+  kubelet posts it again at once; a sim kubelet registering 5,000 nodes would write 5,000
+  unchanged statuses, and again in the same burst five minutes later);
+* **heartbeats** (lease renewals and status writes) go through ``heartbeat_client`` when given:
+  Kubernetes' kubelet sends them on a client of their own with no rate limit and a timeout of
+  ``min(status_interval, lease duration)`` (10 s; ``heartbeat_config``), so one lost request
+  costs one interval, not the 60 s of an ordinary request. Both loops wait ``interval`` times
+  1 to 1.04 between runs (``wait.JitterUntil``'s 0.04), so nodes started together drift apart
+  instead of writing in lock-step for ever.
 
 Limits: no node status "images" list, no volumes, no eviction manager; a node deleted from under a
 running kubelet is re-registered on the next status write (as Kubernetes does).
@@ -46,6 +55,7 @@ from api.meta import now_micro_time, now_time
 from api.registry import REGISTRY, ResourceType
 from api.storage import LOCAL_PATH_ROOT_ANNOTATION
 from client.backoff import Backoff, BackoffPolicy
+from client.kubeconfig import ClientConfig
 from client.rest import ApiClient
 from services.kubelet.status_manager import normalize
 
@@ -54,6 +64,7 @@ __all__ = [
     "NodeAgent",
     "NodeConfig",
     "Pressure",
+    "heartbeat_config",
     "host_pressure",
     "host_resources",
 ]
@@ -66,9 +77,17 @@ LEASE_NAMESPACE = "kube-node-lease"
 LEASE_DURATION = 40
 REGISTER_BACKOFF = BackoffPolicy(initial=0.5, factor=2.0, cap=7.0, jitter=0.5, reset_after=60.0)
 RENEW_BACKOFF = BackoffPolicy(initial=0.2, factor=2.0, cap=7.0, jitter=0.2, reset_after=60.0)
+LOOP_JITTER = 0.04
+"""Each loop waits its interval times 1 to 1 + this between runs (``wait.JitterUntil``)."""
 
 Pressure = dict[str, bool]
 """``{"MemoryPressure": False, "DiskPressure": False, "PIDPressure": False}``."""
+
+
+def heartbeat_config(config: ClientConfig, *, status_interval: float = 10.0) -> ClientConfig:
+    """The client settings of lease renewals and status writes, as the kubelet's heartbeat
+    client: no rate limit, and a timeout of ``min(status_interval, lease duration)``."""
+    return config.with_options(qps=None, request_timeout=min(status_interval, LEASE_DURATION))
 
 
 def _rt(group: str, version: str, plural: str) -> ResourceType:
@@ -226,8 +245,11 @@ class NodeAgent:
         status_interval: float = 10.0,
         status_report_interval: float = 300.0,
         register_gate: asyncio.Semaphore | None = None,
+        heartbeat_client: ApiClient | None = None,
     ) -> None:
         self.client = client
+        self.heartbeats = heartbeat_client or client
+        """Lease renewals and status writes go through it (``heartbeat_config``)."""
         self.register_gate = register_gate
         """Bounds concurrent registrations when one process hosts many nodes."""
         self.config = config
@@ -280,13 +302,14 @@ class NodeAgent:
     async def _every(
         self, interval: float, step: Callable[[], Awaitable[Any]], *, what: str
     ) -> None:
-        """Run ``step`` every ``interval``; on failure back off (reset after a success)."""
+        """Run ``step`` every ``interval`` (jittered); on failure back off (reset after a
+        success)."""
         backoff = Backoff(RENEW_BACKOFF)
         while True:
             try:
                 await step()
                 backoff.reset()
-                delay = interval
+                delay = interval * (1 + random.uniform(0, LOOP_JITTER))
             except (StatusError, ConnectionError) as exc:
                 delay = backoff.next_delay()
                 log.warning(
@@ -300,7 +323,7 @@ class NodeAgent:
 
     # ---- registration ----------------------------------------------------------------------
 
-    def _node_object(self) -> Obj:
+    def _node_object(self, status: Obj) -> Obj:
         c = self.config
         spec: Obj = {}
         if c.taints:
@@ -317,7 +340,7 @@ class NodeAgent:
                 "annotations": {"node.alpha.kubernetes.io/ttl": "0", **c.own_annotations()},
             },
             "spec": spec,
-            "status": _stamped(self.desired_status(), old={}),
+            "status": _stamped(status, old={}),
         }
 
     async def register(self) -> Obj:
@@ -342,12 +365,15 @@ class NodeAgent:
         return node
 
     async def _register_once(self) -> Obj:
+        desired = self.desired_status()
         try:
-            node = await self.client.create(self.nodes, self._node_object())
-            log.info("node %s: registered with the apiserver", self.config.name)
-            return node
+            node = await self.client.create(self.nodes, self._node_object(desired))
         except AlreadyExists:
             pass
+        else:
+            log.info("node %s: registered with the apiserver", self.config.name)
+            self._reported(desired)
+            return node
         for _ in range(5):
             node = await self.client.get(self.nodes, self.config.name)
             meta = node.get("metadata") or {}
@@ -404,12 +430,12 @@ class NodeAgent:
         for _ in range(3):
             if self.lease is None:
                 try:
-                    self.lease = await self.client.get(
+                    self.lease = await self.heartbeats.get(
                         self.leases, self.config.name, namespace=LEASE_NAMESPACE
                     )
                 except NotFound:
                     try:
-                        self.lease = await self.client.create(self.leases, self._lease_object())
+                        self.lease = await self.heartbeats.create(self.leases, self._lease_object())
                     except AlreadyExists:
                         continue
                     self.renewals += 1
@@ -417,7 +443,7 @@ class NodeAgent:
             body = copy.deepcopy(self.lease)
             body["spec"] = {**(body.get("spec") or {}), **self._lease_object()["spec"]}
             try:
-                self.lease = await self.client.update(self.leases, body)
+                self.lease = await self.heartbeats.update(self.leases, body)
             except (Conflict, NotFound):
                 self.lease = None
                 continue
@@ -462,6 +488,12 @@ class NodeAgent:
             },
         }
 
+    def _reported(self, status: Obj) -> None:
+        """``status`` is on the server now: the next report is due when it changes, or in
+        ``status_report_interval``."""
+        self._last_status = status
+        self._last_status_at = asyncio.get_running_loop().time()
+
     async def sync_status(self) -> bool:
         """Write the node status if it changed or is due; True if written."""
         loop = asyncio.get_running_loop()
@@ -475,7 +507,7 @@ class NodeAgent:
         for _ in range(5):
             if self.node is None:
                 try:
-                    self.node = await self.client.get(self.nodes, self.config.name)
+                    self.node = await self.heartbeats.get(self.nodes, self.config.name)
                 except NotFound:
                     await self.register()
                     continue
@@ -483,7 +515,7 @@ class NodeAgent:
             status = _stamped(desired, old=body.get("status") or {})
             body["status"] = {**(body.get("status") or {}), **status}
             try:
-                self.node = await self.client.update_status(self.nodes, body)
+                self.node = await self.heartbeats.update_status(self.nodes, body)
             except Conflict:
                 self.node = None
                 continue
@@ -492,8 +524,7 @@ class NodeAgent:
                 self.node = None
                 await self.register()
                 continue
-            self._last_status = desired
-            self._last_status_at = loop.time()
+            self._reported(desired)
             self.status_writes += 1
             return True
         raise Conflict(f"node {self.config.name}: status kept conflicting")

@@ -47,7 +47,12 @@ from component.tasks import TaskGroup
 from services.kubelet.agent import NodeKubelet
 from services.kubelet.auth import KubeletAuthOptions, make_auth
 from services.kubelet.metrics import KubeletMetrics, MeasuredRuntime
-from services.kubelet.node_status import NodeConfig, host_pressure, host_resources
+from services.kubelet.node_status import (
+    NodeConfig,
+    heartbeat_config,
+    host_pressure,
+    host_resources,
+)
 from services.kubelet.pod_dns import ClusterDns
 from services.kubelet.runtime.base import Runtime
 from services.kubelet.runtime.images import DEFAULT_CATALOG, ImageCatalog, ImageStore
@@ -114,6 +119,11 @@ class KubeletService:
     def __init__(self, options: KubeletOptions) -> None:
         self.options = options
         self.client = ApiClient(options.client)
+        # leases and node status on a client of their own, as Kubernetes' kubelet sends them
+        # (no rate limit, a 10 s timeout, its own connections)
+        self.heartbeat_client = ApiClient(
+            heartbeat_config(options.client, status_interval=options.status_interval)
+        )
         # A real kubelet writes its own node's statuses, one at a time; one sim process hosting
         # N nodes writes as many in parallel (one writer per node, at most STATUS_WORKERS_MAX),
         # or pods wait for their turn between bound and Running (bench: 1,000 pods on 100 sim
@@ -207,6 +217,7 @@ class KubeletService:
         if self._runner is not None:
             await self._runner.cleanup()
         await self.client.close()
+        await self.heartbeat_client.close()
         log.info("kubelet: stopped")
 
     # -- building ----------------------------------------------------------------------------
@@ -341,6 +352,7 @@ class KubeletService:
                     services=self.services,
                     cluster_dns=o.cluster_dns,
                     register_gate=gate,
+                    heartbeat_client=self.heartbeat_client,
                 )
             )
             self._by_name[name] = self.nodes[-1]
