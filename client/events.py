@@ -58,7 +58,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel
 
 from api.errors import NotFound, StatusError
-from api.meta import format_micro_time, format_time
+from api.meta import format_time
 from api.registry import REGISTRY, ResourceType
 from client.backoff import Backoff, BackoffPolicy
 from client.ratelimit import TokenBucket
@@ -108,7 +108,7 @@ class _Pending:
     reason: str
     message: str
     count: int
-    first: datetime
+    first_micro: str
     """The first occurrence: ``eventTime`` (MicroTime) ..."""
     first_time: str
     """... and ``firstTimestamp`` (whole seconds), formatted once when it was recorded."""
@@ -139,7 +139,7 @@ class _Sent:
     name: str
     namespace: str
     count: int
-    first: datetime
+    first_micro: str
     first_time: str
 
 
@@ -170,6 +170,8 @@ class EventRecorder:
         self._idle.set()
         self._dropped = 0
         self._seq = itertools.count()
+        self._second: datetime | None = None
+        self._second_text = ""
         self.written = 0
         """Events created or patched so far."""
         self.spam_dropped = 0
@@ -207,8 +209,7 @@ class EventRecorder:
         seconds = self.clock()
         key, message = self._combine((*about, type_, reason), message, seconds)
         allowed = self._allowance(about)
-        at = datetime.fromtimestamp(seconds, UTC)
-        now = format_time(at)
+        now, micro = self._timestamps(seconds)
         pending = self._pending.get(key)
         if pending is not None:
             pending.count += 1
@@ -229,7 +230,7 @@ class EventRecorder:
                 )
             self._dropped += 1
             return
-        self._pending[key] = _Pending(ref, namespace, type_, reason, message, 1, at, now, now)
+        self._pending[key] = _Pending(ref, namespace, type_, reason, message, 1, micro, now, now)
         self._idle.clear()
         self._wake.set()
 
@@ -255,6 +256,16 @@ class EventRecorder:
             bucket = TokenBucket(qps=SPAM_QPS, burst=SPAM_BURST, clock=self.clock)
         _remember(self._buckets, about, bucket, self.cache_size)
         return bucket.try_acquire()
+
+    def _timestamps(self, seconds: float) -> tuple[str, str]:
+        """``seconds`` as a ``metav1.Time`` and a ``metav1.MicroTime``; the whole second's text
+        is formatted once per second (``strftime`` was most of an event's bookkeeping)."""
+        at = datetime.fromtimestamp(seconds, UTC)
+        second = at.replace(microsecond=0)
+        if second != self._second:
+            self._second, self._second_text = second, format_time(second)
+        text = self._second_text
+        return text, f"{text[:-1]}.{at.microsecond:06d}Z"
 
     # -- writing --------------------------------------------------------------------------
 
@@ -313,7 +324,7 @@ class EventRecorder:
                 return
             p = _Pending(
                 p.ref, p.namespace, p.type, p.reason, p.message, count,
-                sent.first, sent.first_time, p.last,
+                sent.first_micro, sent.first_time, p.last,
             )  # fmt: skip
         name = f"{p.ref.get('name', 'event')}.{time.time_ns() + next(self._seq):x}"
         body = {
@@ -328,7 +339,7 @@ class EventRecorder:
             "firstTimestamp": p.first_time,
             "lastTimestamp": p.last,
             "count": p.count,
-            "eventTime": format_micro_time(p.first),
+            "eventTime": p.first_micro,
             "action": p.reason,
             "reportingComponent": self.component,
             "reportingInstance": self.host,
@@ -337,6 +348,6 @@ class EventRecorder:
         _remember(
             self._sent,
             key,
-            _Sent(name, p.namespace, p.count, p.first, p.first_time),
+            _Sent(name, p.namespace, p.count, p.first_micro, p.first_time),
             self.cache_size,
         )

@@ -23,10 +23,12 @@ Not here: cAdvisor's container metrics, PLEG, eviction and volume metrics.
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
+from types import TracebackType
 from typing import Final
+
+from prometheus_client import Counter, Histogram
 
 from component.metrics import Metrics, Samples, exponential_buckets
 from services.kubelet.runtime.base import (
@@ -79,6 +81,11 @@ class KubeletMetrics:
             buckets=_OPERATION_BUCKETS,
         )
 
+        self._children: dict[str, tuple[Counter, Histogram]] = {}
+        """Each operation type's count and duration series, looked up once (``labels`` cost
+        more than the count and the observation); the error series is made on the first error
+        only, so an operation that never failed shows none, as before."""
+
         def running_pods() -> Samples:
             pods = {c.pod_uid for r in runtimes() for c in r.list_containers() if c.running}
             return [((), float(len(pods)))]
@@ -100,21 +107,49 @@ class KubeletMetrics:
             running_containers,
         )
 
-    @contextlib.contextmanager
-    def operation(self, operation_type: str) -> Iterator[None]:
-        """Count and time the runtime call made inside; an exception out of it is an error."""
-        started, failed = time.monotonic(), True
-        try:
-            yield
-            failed = False
-        finally:
-            self.operations.labels(operation_type).inc()
-            self.operation_duration.labels(operation_type).observe(time.monotonic() - started)
-            if failed:
-                self.operation_errors.labels(operation_type).inc()
+    def operation(self, operation_type: str) -> _Operation:
+        """Count and time the runtime call made inside (``with``); an exception out of it is
+        an error."""
+        children = self._children.get(operation_type)
+        if children is None:
+            children = self._children[operation_type] = (
+                self.operations.labels(operation_type),
+                self.operation_duration.labels(operation_type),
+            )
+        return _Operation(self, operation_type, children)
 
     def render(self) -> str:
         return self.metrics.render()
+
+
+class _Operation:
+    """One runtime call being counted and timed (a class, not a generator context manager:
+    there are several per pod start)."""
+
+    __slots__ = ("_children", "_metrics", "_started", "_type")
+
+    def __init__(
+        self, metrics: KubeletMetrics, operation_type: str, children: tuple[Counter, Histogram]
+    ) -> None:
+        self._metrics = metrics
+        self._type = operation_type
+        self._children = children
+        self._started = time.monotonic()
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        total, duration = self._children
+        total.inc()
+        duration.observe(time.monotonic() - self._started)
+        if exc_type is not None:
+            self._metrics.operation_errors.labels(self._type).inc()
 
 
 class MeasuredRuntime:

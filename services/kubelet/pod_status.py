@@ -14,6 +14,7 @@ Times are RFC 3339 with whole seconds (``metav1.Time``), as on the wire.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -37,7 +38,13 @@ Obj = dict[str, Any]
 
 
 def _time(epoch: float | None) -> str | None:
-    return None if epoch is None else format_time(datetime.fromtimestamp(epoch, UTC))
+    return None if epoch is None else _format_epoch(epoch)
+
+
+@functools.lru_cache(maxsize=4096)
+def _format_epoch(epoch: float) -> str:
+    """A container's start or finish, formatted once: every sync renders it again."""
+    return format_time(datetime.fromtimestamp(epoch, UTC))
 
 
 @dataclass(frozen=True, slots=True)
