@@ -27,12 +27,16 @@ A write may carry a ``ttl`` (Events do): a backend with leases (etcd) deletes th
 expires; the others ignore it, and nothing may rely on it happening.
 
 **Progress notifications.** A watch may be given ``on_progress``: a backend that learns that
-every event under the prefix up to revision R has been yielded (etcd's progress notifications)
-calls ``on_progress(R)`` between two events, in stream order, so the consumer has applied all of
-them by then. It is what lets a cache that only sees its own prefix know it is current although
-the latest writes were elsewhere (the apiserver's watch cache serves consistent lists so).
-Backends may never call it (memory and SQLite do not): it is a hint to speed reads up, never
-needed for correctness.
+every event under the prefix up to revision R has been yielded calls ``on_progress(R)`` between
+two events, in stream order, so the consumer has applied all of them by then. It is what lets a
+cache that only sees its own prefix know it is current although the latest writes were
+elsewhere (the apiserver's watch cache serves consistent lists so). ``request_progress()`` asks
+for one notification on every such watch, for a revision at least that of every write
+acknowledged before the call (Kubernetes' ``RequestWatchProgress``); it answers False when the
+backend cannot ask, and then nothing is coming. Memory and SQLite answer every request at once
+from their watch hub (``store.watchhub``) and send nothing unasked; etcd cannot ask over its
+JSON gateway and sends only its periodic notifications (``store.etcd``). A hint to speed reads
+up, never needed for correctness: a consumer waits for one only with a bound.
 
 Revisions: etcd's count every write to the etcd cluster, so a store need not start at 0 and
 two stores on one etcd share one sequence; memory and SQLite start at 0.
@@ -265,6 +269,12 @@ class Store(Protocol):
         when its consumer falls too far behind (watch again from ``last_revision``); closing
         the iterator (``aclose``) releases it. ``on_progress``: see the module docstring.
         """
+        ...
+
+    async def request_progress(self) -> bool:
+        """Ask every watch opened with ``on_progress`` to report a revision at least that of
+        every write acknowledged before the call, in stream order; False when this backend
+        cannot ask (see the module docstring)."""
         ...
 
     async def current_revision(self) -> int:

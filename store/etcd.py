@@ -74,8 +74,8 @@ JSON gateway did not take one: a watch whose request body stayed open to carry i
 create request, later a progress request) got no answer at all from etcd 3.4.23 — its Go HTTP/1.1
 server (Go 1.19) is not full duplex — so a watch stream's request ends with its creation.
 
-What it does not do: ask for progress on demand (above; the apiserver's consistent lists fall
-back to a store read when the cache is not known current); cap the keys per lease (Kubernetes
+What it does not do: ask for progress on demand (above: ``request_progress`` answers False, and
+the apiserver's consistent lists fall back to a store read when the cache is not known current); cap the keys per lease (Kubernetes
 starts a new lease after 1000); keep a listing across resources (prefix ``""``) in the
 contract's key order — it comes in Kubernetes' (``store.etcd_keys``); a watch cache of its own
 (the apiserver has one).
@@ -616,6 +616,11 @@ class EtcdStore:
         them every ``--experimental-watch-progress-notify-interval`` (10 min by default) to a
         watch that has received every event, and each one reaches ``on_progress``."""
         return self._watch(prefix, after_revision=after_revision, on_progress=on_progress)
+
+    async def request_progress(self) -> bool:
+        """False: the JSON gateway cannot carry a progress request on an open watch stream
+        (**Progress** in the module docstring); only the periodic notifications come."""
+        return False
 
     async def current_revision(self) -> int:
         await self._ready()

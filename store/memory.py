@@ -119,8 +119,7 @@ class MemoryStore:
             bisect.insort(self._keys, op.key)
         else:
             versions.append(record)
-        if self._hub.watch_count:
-            self._hub.publish([record.event()])
+        self._hub.publish(map(Record.event, (record,)), revision=record.revision)
         return record
 
     def watch(
@@ -130,8 +129,15 @@ class MemoryStore:
         after_revision: int,
         on_progress: Callable[[int], None] | None = None,
     ) -> AsyncIterator[Event]:
-        """``on_progress`` is never called: the watch cache's own events keep it current."""
-        return self._hub.watch(prefix, after_revision=after_revision, history=self._history)
+        """``on_progress`` reports the markers ``request_progress`` queues (``store.watchhub``)."""
+        return self._hub.watch(
+            prefix, after_revision=after_revision, history=self._history, on_progress=on_progress
+        )
+
+    async def request_progress(self) -> bool:
+        """Answered at once by the hub, which every write passes through (``store.watchhub``)."""
+        self._hub.request_progress()
+        return True
 
     async def _history(self, prefix: str, *, after_revision: int, limit: int) -> Sequence[Event]:
         self._check_open()

@@ -316,7 +316,7 @@ class SqliteStore:
             os.close(self._lock_fd)
             raise
         self._failed: StoreFailed | None = None
-        self._hub = WatchHub(capacity=watch_buffer)
+        self._hub = WatchHub(capacity=watch_buffer, revision=self._revision)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
         self._jobs: queue.SimpleQueue[_Write | _Task | object] = queue.SimpleQueue()
@@ -430,8 +430,7 @@ class SqliteStore:
         """On the loop, after a commit: publish the group's events, then resolve its futures."""
         if records:
             self._revision = records[-1].revision
-            if self._hub.watch_count:
-                self._hub.publish([record.event() for record in records])
+            self._hub.publish(map(Record.event, records), revision=self._revision)
         for write, outcome in outcomes:
             if write.future.done():  # the caller gave up; the write stands regardless
                 continue
@@ -635,8 +634,16 @@ class SqliteStore:
         after_revision: int,
         on_progress: Callable[[int], None] | None = None,
     ) -> AsyncIterator[Event]:
-        """``on_progress`` is never called: the watch cache's own events keep it current."""
-        return self._hub.watch(prefix, after_revision=after_revision, history=self._history)
+        """``on_progress`` reports the markers ``request_progress`` queues (``store.watchhub``)."""
+        return self._hub.watch(
+            prefix, after_revision=after_revision, history=self._history, on_progress=on_progress
+        )
+
+    async def request_progress(self) -> bool:
+        """Answered at once by the hub: every commit is published there, in revision order,
+        before its writer hears of it (``store.watchhub``)."""
+        self._hub.request_progress()
+        return True
 
     async def _history(self, prefix: str, *, after_revision: int, limit: int) -> Sequence[Event]:
         condition, params = _range(prefix, column="+name")

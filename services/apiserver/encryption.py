@@ -390,6 +390,9 @@ class EncryptingStore:
             if isinstance(events, AsyncGenerator):
                 await events.aclose()
 
+    async def request_progress(self) -> bool:
+        return await self.inner.request_progress()
+
     async def current_revision(self) -> int:
         return await self.inner.current_revision()
 

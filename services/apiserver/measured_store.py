@@ -122,6 +122,9 @@ class MeasuredStore:
     ) -> AsyncIterator[Event]:
         return self.inner.watch(prefix, after_revision=after_revision, on_progress=on_progress)
 
+    async def request_progress(self) -> bool:
+        return await self.inner.request_progress()
+
     async def current_revision(self) -> int:
         with self._timed("current_revision"):
             return await self.inner.current_revision()

@@ -81,6 +81,9 @@ class GatedStore:
     ) -> AsyncIterator[Event]:
         return self.inner.watch(prefix, after_revision=after_revision, on_progress=on_progress)
 
+    async def request_progress(self) -> bool:
+        return await self.inner.request_progress()
+
     async def current_revision(self) -> int:
         return await self.inner.current_revision()
 
