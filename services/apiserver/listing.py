@@ -5,14 +5,16 @@ from the list's resourceVersion), so its revision must be exact and its pages co
 rules, as Kubernetes has them:
 
 * ``resourceVersion`` unset: the most recent state (consistent). The store's current revision
-  is read (a quorum read on etcd); if the watch cache has applied every event of the resource up
-  to it — by its own events, or because etcd's progress notification said so — the list is
-  served from the cache, else read from the store (Kubernetes' consistent list from cache, with
-  the store read as its fallback: etcd's JSON gateway cannot ask for a progress notification on
-  demand, so the cache is not waited for).
+  is read (a quorum read on etcd) and the list is served from the watch cache once the cache is
+  current through it — by its own events, or because a progress notification of the store said
+  so (``store.base``). A cache behind it asks the store for a notification and waits for it, up
+  to ``CONSISTENT_READ_WAIT``; the store is read instead when that runs out or the store cannot
+  ask (etcd's JSON gateway). That is Kubernetes' consistent list from cache (1.31), store read
+  as its fallback; as there, a consistent list with ``limit`` is read from the store.
 * ``resourceVersion=0``: any state — served from the watch cache, whole (``limit`` ignored).
 * ``resourceVersion=N`` (``NotOlderThan``, the default): a state at least as new as N — from the
-  cache when it has reached N, else from the store; N beyond the store's revision is a 504.
+  cache once it is current through N (waited for as above), else from the store; N beyond the
+  store's revision is a 504.
 * ``resourceVersionMatch=Exact`` (or ``limit`` with a non-zero N and no match): the state at
   exactly N, from the store's history; 410 if that was compacted.
 * ``limit`` + ``continue``: every page is read at the first page's revision, so paging is
@@ -25,6 +27,7 @@ Limits: no ``remainingItemCount``; a continue token may lead to a last, empty pa
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +50,12 @@ Obj = dict[str, Any]
 
 _PAGE_FLOOR = 100
 """Store rows read per round trip while filling a selector-filtered page."""
+
+CONSISTENT_READ_WAIT = 3.0
+"""Seconds a list waits for the watch cache to become current through the revision it needs
+before reading the store instead: Kubernetes' cacher blocks as long (``blockTimeout``). On
+memory and SQLite the store answers a progress request at once, so the wait is the cache
+draining the events already on their way to it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +120,7 @@ async def list_objects(ctx: ApiContext, rt: ResourceType, opts: ListOptions) -> 
                     raise too_large(wanted, current)
             if cache is not None:
                 await cache.ready.wait()
-                if cache.current_through >= wanted:
+                if await _current_through(ctx, cache, wanted):
                     return _cached(cache, predicate)
             return await _page(ctx, rt, opts, revision=0, start_after=None)
         current = await _current_revision(ctx)
@@ -130,9 +139,23 @@ async def list_objects(ctx: ApiContext, rt: ResourceType, opts: ListOptions) -> 
                 "You can start a new list without the continue parameter."
             ) from None
     if cache is not None and not opts.limit and cache.ready.is_set():
-        if cache.current_through >= await _current_revision(ctx):
+        if await _current_through(ctx, cache, await _current_revision(ctx)):
             return _cached(cache, predicate)
     return await _page(ctx, rt, opts, revision=0, start_after=None)
+
+
+async def _current_through(ctx: ApiContext, cache: WatchCache, revision: int) -> bool:
+    """Whether ``cache`` is current through ``revision``, or becomes so within
+    ``CONSISTENT_READ_WAIT`` once the store is asked for a progress notification."""
+    if cache.current_through >= revision:
+        return True
+    if not await ctx.store.request_progress():
+        return False
+    try:
+        await asyncio.wait_for(cache.wait_current_through(revision), CONSISTENT_READ_WAIT)
+    except TimeoutError:
+        return False
+    return True
 
 
 def _cached(cache: WatchCache, predicate: Predicate) -> ListResult:

@@ -33,18 +33,20 @@ a resourceVersion older than that is served by a ``StoreFeed`` from the store's 
 Each cache counts what ``/metrics`` reports of it (``services.apiserver.metrics``): events
 received from the store, events handed to its watchers, live objects.
 
-The cache's store watch asks for progress notifications (``store.base``): etcd's say "every
-event of this resource up to R has reached you" although the latest writes were to other
-resources, and ``current_through`` records it. That is what lets a consistent list (no
-resourceVersion) be served from the cache — with several apiservers on one etcd, too — once a
-quorum read of the current revision finds the cache there (``services.apiserver.listing``).
+The cache's store watch asks for progress notifications (``store.base``): they say "every event
+of this resource up to R has reached you" although the latest writes were to other resources,
+and ``current_through`` records it. That is what lets a consistent list (no resourceVersion) be
+served from the cache — with several apiservers on one etcd, too — once it finds the cache
+current through the store's current revision (``services.apiserver.listing``, which asks the
+store for a notification and waits for it with ``wait_current_through``).
 
 Bookmarks carry ``current_through`` too, so a quiet resource's watchers resume from a recent
 revision.
 
-Limits: events are held in memory (``capacity`` per resource); memory and SQLite send no
-progress notifications, so there a cache is known current only when the latest write was to its
-own resource.
+Limits: events are held in memory (``capacity`` per resource). Memory and SQLite send progress
+notifications only when asked (``Store.request_progress``, answered at once); etcd's JSON
+gateway cannot ask, so there a cache is known current only through etcd's periodic
+notifications or when the latest write was to its own resource.
 """
 
 from __future__ import annotations
@@ -513,8 +515,8 @@ class WatchCache:
         """The revision of the last event applied (or the revision the state was loaded at)."""
         self.current_through = 0
         """Every event of this resource up to this revision has been applied: ``revision``, or
-        a later one a progress notification of the store vouched for. Only reads use it;
-        ``wait_until`` and ``revision`` move with the state alone."""
+        a later one a progress notification of the store vouched for. Only reads use it (and
+        ``wait_current_through``); ``wait_until`` and ``revision`` move with the state alone."""
         self.window_start = 0
         """The ring holds every event of this resource with revision > window_start."""
         self.ready = asyncio.Event()
@@ -543,6 +545,13 @@ class WatchCache:
     async def wait_until(self, revision: int) -> None:
         """Return once the cache has applied an event at or past ``revision``."""
         while self.revision < revision:
+            await self._progress.wait()
+
+    async def wait_current_through(self, revision: int) -> None:
+        """Return once the cache is current through ``revision``: it applied an event at or
+        past it, or a progress notification vouched for it (``current_through``). Unlike
+        ``wait_until`` this is what a read needs, not a change to the state."""
+        while self.current_through < revision:
             await self._progress.wait()
 
     @property
@@ -657,8 +666,7 @@ class WatchCache:
         if len(self._ring) > RECENT_FRAMES:
             self._ring[-RECENT_FRAMES - 1].forget_frames()
         self.revision = self.current_through = event.revision
-        progress, self._progress = self._progress, asyncio.Event()
-        progress.set()
+        self._wake()
         for watcher in list(self._unindexed):
             watcher.offer(event)
         for index in self._indexes.values():
@@ -677,7 +685,14 @@ class WatchCache:
 
     def _progressed(self, revision: int) -> None:
         """The store vouched that every event up to ``revision`` has been applied."""
-        self.current_through = max(self.current_through, revision)
+        if revision > self.current_through:
+            self.current_through = revision
+            self._wake()
+
+    def _wake(self) -> None:
+        """Wake the waiters of ``wait_until`` and ``wait_current_through`` (each re-checks)."""
+        progress, self._progress = self._progress, asyncio.Event()
+        progress.set()
 
     async def _load(self) -> None:
         """The current state, read at one revision; the ring starts empty from there.
