@@ -72,6 +72,8 @@ class Transport:
         if config.token:
             headers["Authorization"] = f"Bearer {config.token}"
         self._headers = headers
+        self._timeout = aiohttp.ClientTimeout(total=config.request_timeout)
+        """Every request's timeout, built once (the config is frozen)."""
 
     @property
     def server(self) -> str:
@@ -124,7 +126,7 @@ class Transport:
             params=params,
             data=data,
             headers=headers,
-            timeout=aiohttp.ClientTimeout(total=self.config.request_timeout),
+            timeout=self._timeout,
         ) as resp:
             payload = await resp.read()
             if resp.status < 400:
