@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 
 from bench.harness import Context, render, run_scenarios, write_json
-from bench.profile import summarize
+from bench.profile import sample_gil_only, summarize
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -42,6 +42,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "--profile", default="",
         help="components to record with py-spy in cluster scenarios "
         "(apiserver,scheduler,controller-manager,kubelet); summaries are printed",
+    )  # fmt: skip
+    parser.add_argument(
+        "--profile-gil", action="store_true",
+        help="with --profile: sample only the thread holding the GIL (py-spy --gil)",
     )  # fmt: skip
     parser.add_argument(
         "--scale", nargs="?", const=DEFAULT_SCALE, default=None, type=_scale_size,
@@ -98,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         workdir = args.keep or Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
         profile = tuple(name for name in args.profile.split(",") if name)
+        sample_gil_only(args.profile_gil)
         ctx = Context(
             quick=args.quick, rounds=rounds, workdir=workdir, store=args.store, profile=profile
         )

@@ -8,6 +8,10 @@ distinct stack — flamegraph.pl and speedscope read it) into the scenario's wor
 ``summarize`` turns one into the two lists worth reading first: where samples *end* (self
 time) and which frames they *pass through* (inclusive time), both as shares of all samples.
 
+``--profile-gil`` samples only the thread holding the GIL (py-spy's ``--gil``): the Python CPU
+the process spent, without threads that run outside the GIL (the apiserver's SQLite commits) or
+wait for it — the view to read when the question is "what does this process compute".
+
 py-spy is an optional, bench-only dependency (``pip install -e '.[bench]'``); without it,
 ``--profile`` fails the scenario with a message saying so. Sampling at 100 Hz costs the
 profiled process little (py-spy reads its memory from outside), but it is one more process on
@@ -27,7 +31,7 @@ from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-__all__ = ["profiling", "summarize"]
+__all__ = ["profiling", "sample_gil_only", "summarize"]
 
 _FRAME = re.compile(r"^(?P<func>.*?) \((?P<file>[^():]*?)(?::\d+)?\)$")
 
@@ -39,12 +43,22 @@ def _py_spy() -> str:
     return found
 
 
+_gil_only = False
+
+
+def sample_gil_only(on: bool = True) -> None:
+    """Make every later ``profiling`` sample only the thread holding the GIL (``--profile-gil``:
+    set once by ``python -m bench`` before any scenario runs)."""
+    global _gil_only
+    _gil_only = on
+
+
 @contextlib.asynccontextmanager
 async def profiling(*, pid: int, out: Path, rate: int = 100) -> AsyncIterator[Path]:
     """Record ``pid`` into ``out`` (collapsed stacks) until the block ends."""
     proc = await asyncio.create_subprocess_exec(
         _py_spy(), "record", "--pid", str(pid), "--rate", str(rate), "--format", "raw",
-        "--output", str(out), "--nonblocking",
+        "--output", str(out), "--nonblocking", *(["--gil"] if _gil_only else []),
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
