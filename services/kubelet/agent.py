@@ -97,6 +97,7 @@ class NodeKubelet:
         cluster_dns: ClusterDns = ClusterDns(),
         register_gate: asyncio.Semaphore | None = None,
         heartbeat_client: ApiClient | None = None,
+        heartbeat_gate: asyncio.Semaphore | None = None,
     ) -> None:
         self.client = client
         self.config = config
@@ -111,6 +112,7 @@ class NodeKubelet:
             status_interval=status_interval,
             register_gate=register_gate,
             heartbeat_client=heartbeat_client,
+            heartbeat_gate=heartbeat_gate,
         )
         self._owns_informer = informer is None
         self.informer = informer or Informer(

@@ -70,6 +70,10 @@ log = logging.getLogger("kubelet")
 
 REGISTER_CONCURRENCY = 32
 """Simulated nodes registering at once: a thousand simultaneous POSTs overflow a listen backlog."""
+HEARTBEATS_IN_FLIGHT = 256
+"""Lease renewals and node-status syncs a sim kubelet hosting many nodes has in flight at once
+(so at most this many connections for them): 5,000 nodes need 500 renewals a second, 256 at
+once carries that up to half a second of apiserver latency (see ``node_status``)."""
 STOP_PODS_GRACE = 10.0
 """With ``stop_pods_on_exit``: seconds between SIGTERM and SIGKILL for each container."""
 STATUS_WORKERS_MAX = 256
@@ -302,10 +306,11 @@ class KubeletService:
         names = [o.node_name] if o.runtime == "process" else (
             [f"{o.node_name}-{i}" for i in range(o.nodes)] if o.nodes > 1 else [o.node_name]
         )  # fmt: skip
-        gate = None
+        gate = heartbeat_gate = None
         if len(names) > 1:
             self.shared_informer = self._shared_informer()
             gate = asyncio.Semaphore(REGISTER_CONCURRENCY)
+            heartbeat_gate = asyncio.Semaphore(HEARTBEATS_IN_FLIGHT)
         for index, name in enumerate(names):
             runtime: Runtime
             if o.runtime == "process":
@@ -353,6 +358,7 @@ class KubeletService:
                     cluster_dns=o.cluster_dns,
                     register_gate=gate,
                     heartbeat_client=self.heartbeat_client,
+                    heartbeat_gate=heartbeat_gate,
                 )
             )
             self._by_name[name] = self.nodes[-1]

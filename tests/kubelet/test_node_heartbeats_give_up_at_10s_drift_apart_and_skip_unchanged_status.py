@@ -6,6 +6,7 @@ kubelet sends them:
   request, so one lost request costs one interval;
 * consecutive renewals are ``interval`` to ``1.04 × interval`` apart (``wait.JitterUntil``'s
   jitter), so nodes started together drift apart instead of renewing in lock-step;
+* nodes sharing a ``heartbeat_gate`` never have more heartbeats in flight than it allows;
 * a Node the agent created carried its status: the first status sync writes nothing, a change is
   written at once, and an unchanged status again once the report interval (5 min) has passed.
 
@@ -139,3 +140,38 @@ async def test_a_registered_node_reports_status_again_on_change_or_after_5_minut
             c["type"]: c["status"] for c in agent.node["status"]["conditions"]
         }
         assert conditions["MemoryPressure"] == "True"
+
+
+async def test_nodes_sharing_a_gate_keep_at_most_its_size_in_flight(
+    aiohttp_server: ServerFactory,
+) -> None:
+    in_flight = most = 0
+    answered = 0
+    enough = asyncio.Event()
+
+    async def slow(request: web.Request) -> web.StreamResponse:
+        nonlocal in_flight, most, answered
+        in_flight += 1
+        most = max(most, in_flight)
+        await asyncio.sleep(3.0)  # virtual time: an apiserver that has fallen behind
+        in_flight -= 1
+        answered += 1
+        if answered == 24:
+            enough.set()
+        return web.json_response(await request.json())
+
+    server = await aiohttp_server(lease_app(on_put=slow))
+    gate = asyncio.Semaphore(2)
+    async with ApiClient(server=url_of(server)) as client:
+        agents = [
+            NodeAgent(client=client, config=node_config(f"n{i}"), heartbeat_gate=gate)
+            for i in range(8)
+        ]
+        tasks = [asyncio.create_task(agent._lease_loop()) for agent in agents]
+        try:
+            await enough.wait()
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+    assert most == 2
