@@ -91,8 +91,12 @@ Pressure = dict[str, bool]
 
 def heartbeat_config(config: ClientConfig, *, status_interval: float = 10.0) -> ClientConfig:
     """The client settings of lease renewals and status writes, as the kubelet's heartbeat
-    client: no rate limit, and a timeout of ``min(status_interval, lease duration)``."""
-    return config.with_options(qps=None, request_timeout=min(status_interval, LEASE_DURATION))
+    client: no rate limit, and a timeout of ``min(status_interval, lease duration)``. A read that
+    timed out is not retried by the client (up to 3 × 10 s more) but by the heartbeat loop's own
+    back-off, with a fresh timestamp."""
+    return config.with_options(
+        qps=None, request_timeout=min(status_interval, LEASE_DURATION), read_retries=0
+    )
 
 
 def _rt(group: str, version: str, plural: str) -> ResourceType:
