@@ -164,7 +164,7 @@ def _cached(cache: WatchCache, predicate: Predicate) -> ListResult:
     return ListResult(
         decoded=None,
         revision=cache.current_through,
-        encoded=[e.object_bytes() for e in events],
+        encoded=[e.current.json for e in events],
     )
 
 

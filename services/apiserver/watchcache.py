@@ -52,6 +52,7 @@ notifications or when the latest write was to its own resource.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
 import logging
 from collections import deque
@@ -521,6 +522,12 @@ class WatchCache:
         """The ring holds every event of this resource with revision > window_start."""
         self.ready = asyncio.Event()
         self._state: dict[str, CacheEvent] = {}
+        self._order: list[str] = []
+        """The keys of ``_state`` in key order as of the last ``snapshot`` (``_ordered``)."""
+        self._added: set[str] = set()
+        """Keys that came into ``_state`` since ``_order`` was made."""
+        self._removed = 0
+        """Keys that left ``_state`` since ``_order`` was made."""
         self._ring: deque[CacheEvent] = deque()
         self._unindexed: set[Watcher] = set()
         self._indexes: dict[str, _Index] = {f: _Index(f) for f in INDEX_PREFERENCE}
@@ -533,14 +540,46 @@ class WatchCache:
     # -- reads -------------------------------------------------------------------------------
 
     def snapshot(self, predicate: Predicate) -> tuple[list[CacheEvent], int]:
-        """Current matching objects (their latest events, in key order) and the cache revision."""
+        """Current matching objects (their latest events, in key order) and the cache revision.
+
+        Walks only the keys of the predicate's namespace when it has one, and tests none of
+        them when it has no selector."""
+        order = self._ordered()
+        lo, hi = 0, len(order)
+        in_range = predicate.namespace is None
+        if predicate.namespace is not None and self.rt.namespaced:
+            start = self.rt.prefix(predicate.namespace)
+            lo = bisect.bisect_left(order, start)
+            hi = bisect.bisect_left(order, start[:-1] + "0", lo)  # "0" follows "/"
+            in_range = True
+        state = self._state
+        if in_range and predicate.labels is None and predicate.fields is None:
+            return [state[key] for key in order[lo:hi]], self.revision
         matches = predicate.matches_parts
-        events = [
-            e
-            for _, e in sorted(self._state.items())
-            if matches(e.current.namespace, e.current.labels, e.current.fields)
-        ]
+        events = []
+        for key in order[lo:hi]:
+            event = state[key]
+            current = event.current
+            if matches(current.namespace, current.labels, current.fields):
+                events.append(event)
         return events, self.revision
+
+    def _ordered(self) -> list[str]:
+        """The keys of ``_state`` in key order, mended from the last ones rather than sorted
+        anew: status updates (most writes) change no key, and the keys that came since are
+        merged in by one sort over two sorted runs (linear), not a full sort of every key —
+        which took seconds per list at 150,000 pods."""
+        if self._added or self._removed:
+            state, added = self._state, self._added
+            order = self._order
+            if self._removed:  # a key removed and added again is among ``added``
+                order = [key for key in order if key in state and key not in added]
+            order.extend(sorted(key for key in added if key in state))
+            order.sort()
+            self._order = order
+            self._added = set()
+            self._removed = 0
+        return self._order
 
     async def wait_until(self, revision: int) -> None:
         """Return once the cache has applied an event at or past ``revision``."""
@@ -656,10 +695,14 @@ class WatchCache:
     def apply(self, event: CacheEvent) -> None:
         """Record one event and offer it to the watchers that may match it."""
         self.events_received += 1
+        state = self._state
         if event.type == "DELETED":
-            self._state.pop(event.key, None)
+            if state.pop(event.key, None) is not None:
+                self._removed += 1
         else:
-            self._state[event.key] = event
+            if event.key not in state:
+                self._added.add(event.key)
+            state[event.key] = event
         self._ring.append(event)
         if len(self._ring) > self.capacity:
             self.window_start = self._ring.popleft().revision
@@ -711,6 +754,9 @@ class WatchCache:
         self._state = {
             kv.key: CacheEvent.synthetic(rt, decode(kv), key=kv.key) for kv in result.items
         }
+        self._order = sorted(self._state)
+        self._added = set()
+        self._removed = 0
         self._ring.clear()
         self.revision = self.window_start = self.current_through = result.revision
 
