@@ -24,6 +24,8 @@ What ``NodeAgent`` does, as the kubelet's ``kubelet_node_status.go`` and ``nodel
   A Node this agent created carried that status, so it counts as the first report (Kubernetes'
   kubelet posts it again at once; a sim kubelet registering 5,000 nodes would write 5,000
   unchanged statuses, and again in the same burst five minutes later);
+* **the server's copy**: ``saw_node`` is given the Node as a watch sees it; a condition that
+  differs from the last report (the node controller's ``Unknown``) makes the next sync write;
 * **heartbeats** (lease renewals and status writes) go through ``heartbeat_client`` when given:
   Kubernetes' kubelet sends them on a client of their own with no rate limit and a timeout of
   ``min(status_interval, lease duration)`` (10 s; ``heartbeat_config``), so one lost request
@@ -500,6 +502,19 @@ class NodeAgent:
                 "architecture": _ARCH.get(platform.machine(), platform.machine()),
             },
         }
+
+    def saw_node(self, node: Mapping[str, Any]) -> None:
+        """The Node as the apiserver has it now (from a watch). If a condition says other than
+        this agent last reported — the node-lifecycle controller marked it Unknown — the next
+        status sync reports again, as Kubernetes' kubelet does by comparing its status with the
+        Node it reads before every update (else the node would stay NotReady until the 5-minute
+        report)."""
+        if self._last_status is None:
+            return
+        conditions = (node.get("status") or {}).get("conditions") or []
+        seen = {c.get("type"): c.get("status") for c in conditions}
+        if any(seen.get(c["type"]) != c["status"] for c in self._last_status["conditions"]):
+            self._last_status_at = None
 
     def _reported(self, status: Obj) -> None:
         """``status`` is on the server now: the next report is due when it changes, or in

@@ -142,6 +142,7 @@ class KubeletService:
         self.runtimes: list[Runtime] = []
         self.port: int | None = None
         self.shared_informer: Informer | None = None
+        self.node_informer: Informer | None = None
         # every Service, for the containers' Service variables: one watch for all the nodes
         self.services = Informer(self.client, REGISTRY.require("", "Service"), name="services")
         self.health = HealthServer(component="kubelet", address=options.health)
@@ -192,6 +193,8 @@ class KubeletService:
             self.tasks.adopt(recorder.start())
         if self.shared_informer is not None:
             self.tasks.adopt(self.shared_informer.start())
+        if self.node_informer is not None:
+            self.tasks.adopt(self.node_informer.start())
         self.tasks.adopt(self.services.start())
         for node in self.nodes:
             self.tasks.start(f"node {node.config.name}", node.run())
@@ -267,6 +270,43 @@ class KubeletService:
                     return node.config.name
         return self.options.node_name
 
+    def _node_informer(self, names: list[str]) -> Informer:
+        """The hosted Nodes' conditions as the apiserver has them, for ``NodeAgent.saw_node``
+        (one watch for every simulated node; the cache keeps the conditions' types and
+        statuses only)."""
+        nodes = REGISTRY.get("", "v1", "nodes")
+        assert nodes is not None
+
+        def conditions_only(node: dict[str, Any]) -> dict[str, Any]:
+            meta = node.get("metadata") or {}
+            conditions = (node.get("status") or {}).get("conditions") or []
+            return {
+                "metadata": {
+                    "name": meta.get("name"),
+                    "resourceVersion": meta.get("resourceVersion"),
+                },
+                "status": {
+                    "conditions": [
+                        {"type": c.get("type"), "status": c.get("status")} for c in conditions
+                    ]
+                },
+            }
+
+        def saw(node: dict[str, Any]) -> None:
+            hosted = self._by_name.get(node["metadata"]["name"] or "")
+            if hosted is not None:
+                hosted.node.saw_node(node)
+
+        informer = Informer(
+            self.client,
+            nodes,
+            field_selector=None if len(names) > 1 else f"metadata.name={names[0]}",
+            name="hosted nodes",
+            transform=conditions_only,
+        )
+        informer.add_handler(on_add=saw, on_update=lambda _old, new: saw(new))
+        return informer
+
     def _shared_informer(self) -> Informer:
         """One pod watch for every simulated node, routed by ``spec.nodeName``."""
         pods = REGISTRY.get("", "v1", "pods")
@@ -306,6 +346,7 @@ class KubeletService:
         names = [o.node_name] if o.runtime == "process" else (
             [f"{o.node_name}-{i}" for i in range(o.nodes)] if o.nodes > 1 else [o.node_name]
         )  # fmt: skip
+        self.node_informer = self._node_informer(names)
         gate = heartbeat_gate = None
         if len(names) > 1:
             self.shared_informer = self._shared_informer()

@@ -8,7 +8,9 @@ kubelet sends them:
   jitter), so nodes started together drift apart instead of renewing in lock-step;
 * nodes sharing a ``heartbeat_gate`` never have more heartbeats in flight than it allows;
 * a Node the agent created carried its status: the first status sync writes nothing, a change is
-  written at once, and an unchanged status again once the report interval (5 min) has passed.
+  written at once, and an unchanged status again once the report interval (5 min) has passed;
+* a Node the node controller marked Unknown is reported again at the next sync once the agent
+  sees it (``saw_node``), not at the next 5-minute report.
 
 Against a real apiserver app on loopback, or an aiohttp app that records or never answers.
 """
@@ -175,3 +177,26 @@ async def test_nodes_sharing_a_gate_keep_at_most_its_size_in_flight(
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
     assert most == 2
+
+
+async def test_a_node_marked_unknown_is_reported_ready_again_at_the_next_sync(
+    aiohttp_server: ServerFactory,
+) -> None:
+    server = await aiohttp_server(make_app(ServerOptions(store_url="memory://")))
+    async with ApiClient(server=url_of(server)) as client:
+        agent = NodeAgent(client=client, config=node_config())
+        await agent.register()
+        agent.saw_node(await client.get(agent.nodes, "n1"))
+        assert not await agent.sync_status(), "what the server has is what was reported"
+
+        node = await client.get(agent.nodes, "n1")
+        for condition in node["status"]["conditions"]:
+            condition["status"] = "Unknown"  # as the node-lifecycle controller writes it
+        unknown = await client.update_status(agent.nodes, node)
+        agent.saw_node(unknown)
+
+        assert await agent.sync_status()
+        node = await client.get(agent.nodes, "n1")
+        statuses = {c["type"]: c["status"] for c in node["status"]["conditions"]}
+        assert statuses["Ready"] == "True"
+        assert statuses["MemoryPressure"] == "False"
