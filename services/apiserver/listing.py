@@ -10,7 +10,8 @@ rules, as Kubernetes has them:
   so (``store.base``). A cache behind it asks the store for a notification and waits for it, up
   to ``CONSISTENT_READ_WAIT``; the store is read instead when that runs out or the store cannot
   ask (etcd's JSON gateway). That is Kubernetes' consistent list from cache (1.31), store read
-  as its fallback; as there, a consistent list with ``limit`` is read from the store.
+  as its fallback; as in 1.31, a consistent list with ``limit`` is read from the store (1.33
+  serves those from snapshots of the cache, which this cache does not keep).
 * ``resourceVersion=0``: any state — served from the watch cache, whole (``limit`` ignored).
 * ``resourceVersion=N`` (``NotOlderThan``, the default): a state at least as new as N — from the
   cache once it is current through N (waited for as above), else from the store; N beyond the
@@ -22,7 +23,8 @@ rules, as Kubernetes has them:
 
 Selectors filter while paging: a page holds up to ``limit`` *matching* items.
 
-Limits: no ``remainingItemCount``; a continue token may lead to a last, empty page.
+Limits: no ``remainingItemCount``; a continue token may lead to a last, empty page; a list that
+waits for its cache keeps its request's seat (in-flight or priority level) meanwhile.
 """
 
 from __future__ import annotations
