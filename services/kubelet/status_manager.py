@@ -9,7 +9,8 @@ write that loses a race must be retried from fresh state. So, like the kubelet's
   blocks. Keys go through ``client.workqueue`` and a ``client.controller.Controller`` (failed
   writes retried with per-key backoff); one manager serves every node of a process.
 * A write happens only if the desired status differs from the status the API holds (compared
-  with empty values dropped, as the server drops them). It is a PUT of the latest known object
+  with empty values dropped, as the server drops them: ``same_normalized``, which builds no
+  copies). It is a PUT of the latest known object
   with the new status — a compare-and-swap on its resourceVersion; on ``Conflict`` the pod is
   read again and the write retried; a pod that is gone (404, or a new uid under the same name)
   is forgotten.
@@ -68,8 +69,8 @@ def normalize(value: Any) -> Any:
 
 def same_normalized(a: Any, b: Any) -> bool:
     """``normalize(a) == normalize(b)``, without building either: a status is compared on every
-    reconcile, and the two normalised copies cost more than the walk (subtrees equal as they
-    are are compared by ``==`` in C and not walked)."""
+    reconcile, and the two normalised copies cost more than the walk (subtrees already equal
+    are compared by ``==`` in C and not walked)."""
     if a == b:
         return True
     if isinstance(a, _MAPPINGS) and isinstance(b, _MAPPINGS):
