@@ -547,7 +547,7 @@ class WatchCache:
         order = self._ordered()
         lo, hi = 0, len(order)
         in_range = predicate.namespace is None
-        if predicate.namespace is not None and self.rt.namespaced:
+        if predicate.namespace and self.rt.namespaced:
             start = self.rt.prefix(predicate.namespace)
             lo = bisect.bisect_left(order, start)
             hi = bisect.bisect_left(order, start[:-1] + "0", lo)  # "0" follows "/"

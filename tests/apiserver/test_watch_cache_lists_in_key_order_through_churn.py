@@ -45,6 +45,7 @@ async def test_lists_stay_in_key_order_through_creates_updates_deletes_and_retur
     predicates += [
         Predicate.parse(PODS, namespace=None, label_selector="tier=web"),
         Predicate.parse(PODS, namespace="a", label_selector="tier=web"),
+        Predicate(rt=PODS, namespace=""),  # matches no namespaced object, as before
     ]
 
     for revision in range(1, 1500):
