@@ -11,6 +11,10 @@ What it owns (``KubeletService``, a ``component.Service``):
   ``--nodes N`` simulated ones named ``<node-name>-0`` ... with ``--runtime sim``, sharing one
   pod watch), the shared status manager, the event recorders and the Services informer (the
   containers' Service variables) — every long-lived task in one supervised group;
+* the nodes' heartbeats (``node_status``): one heartbeat client for every node (no rate limit,
+  10 s timeout, as Kubernetes' kubelet's), with simulated nodes a gate of
+  ``HEARTBEATS_IN_FLIGHT`` renewals and status syncs in flight, and one watch of the hosted
+  Nodes' conditions, so a node the node controller marked Unknown reports again at once;
 * ``wait``: until a task ends (it should not: that is logged loudly and exits 1);
 * ``stop`` (SIGINT/SIGTERM): the tasks stop; containers keep running and a restarted kubelet
   re-adopts them from ``--state-dir`` — unless ``stop_pods_on_exit`` asks a clean stop to stop
