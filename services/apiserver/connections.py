@@ -13,7 +13,11 @@ What it owns:
   ``Status`` (``Retry-After: 1``, ``Connection: close``) and closed; it never reaches aiohttp.
   A burst of refusals is logged once when it starts and once when connections are accepted
   again (with the count), not once per connection.
-* ``CappedTCPSite`` — aiohttp's ``TCPSite`` with that factory in front of the server.
+* ``CappedTCPSite`` — aiohttp's ``TCPSite`` with that factory in front of the server, listening
+  with the kernel's largest accept queue (``listen_backlog``: ``net.core.somaxconn``, as Go's
+  listeners and so kube-apiserver take it) instead of aiohttp's 128: a burst of new
+  connections — a sim kubelet's thousands of nodes renewing at once — waits in the queue
+  instead of having its SYNs dropped and retried after 1, 3, 7, 15 and 31 s.
 * ``default_max_connections`` — the default cap, sized from the process's ``RLIMIT_NOFILE``
   with room kept for what else needs descriptors (the store's files and connections, the
   connections to kubelets for ``log`` and ``exec``, refused connections while they close).
@@ -34,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import resource
+import socket
 import ssl
 from collections.abc import Callable
 from typing import Final, cast
@@ -48,6 +53,7 @@ __all__ = [
     "CappedTCPSite",
     "ConnectionCap",
     "default_max_connections",
+    "listen_backlog",
 ]
 
 log = logging.getLogger(__name__)
@@ -200,6 +206,16 @@ class ConnectionCap:
         self.open -= 1
 
 
+def listen_backlog() -> int:
+    """The kernel's limit on a listening socket's accept queue (``net.core.somaxconn``), which
+    Go's ``net.Listen`` asks for; ``socket.SOMAXCONN`` where the sysctl cannot be read."""
+    try:
+        with open("/proc/sys/net/core/somaxconn") as f:
+            return max(1, int(f.read().split()[0]))
+    except (OSError, ValueError, IndexError):
+        return socket.SOMAXCONN
+
+
 class CappedTCPSite(web.BaseSite):
     """``web.TCPSite`` whose connections pass through a ``ConnectionCap`` first."""
 
@@ -210,10 +226,14 @@ class CappedTCPSite(web.BaseSite):
         port: int,
         *,
         cap: ConnectionCap,
-        backlog: int = 128,
+        backlog: int | None = None,
         ssl_context: ssl.SSLContext | None = None,
     ) -> None:
-        super().__init__(runner, backlog=backlog, ssl_context=ssl_context)
+        super().__init__(
+            runner,
+            backlog=listen_backlog() if backlog is None else backlog,
+            ssl_context=ssl_context,
+        )
         self._host = host
         self._port = port
         self._cap = cap

@@ -1,19 +1,21 @@
 """The real ``kubelite apiserver`` drops a client that never finishes its request head
 (``--request-header-timeout``), and answers connections over ``--max-open-connections`` with a
 503 ``Status`` instead of running into the file-descriptor limit; requests that did send their
-head, watches included, are not cut."""
+head, watches included, are not cut; and it listens with the kernel's largest accept queue, so
+a burst of new connections waits instead of losing SYNs."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 from typing import Any
 
 import aiohttp
 import pytest
 
 from kubelite.testing import ComponentProcess
-from services.apiserver.connections import default_max_connections
+from services.apiserver.connections import default_max_connections, listen_backlog
 from tests.apiserver.conftest import EventReader
 from tests.factories import pod
 
@@ -104,3 +106,17 @@ async def test_connections_over_the_cap_get_503_and_the_server_serves_on(
 def test_default_cap_leaves_room_below_the_open_files_limit() -> None:
     assert default_max_connections(nofile=1024) == (1024 - 64) * 3 // 4
     assert 0 < default_max_connections() < 1 << 20
+
+
+async def test_it_listens_with_the_kernels_accept_queue(apiserver_process: Any) -> None:
+    ss = shutil.which("ss")
+    if ss is None:
+        pytest.skip("needs ss (iproute2) to read a listening socket's backlog")
+    server: ComponentProcess = await asyncio.to_thread(apiserver_process, store="memory://")
+    proc = await asyncio.create_subprocess_exec(
+        ss, "-ltnH", f"sport = :{server.port}", stdout=asyncio.subprocess.PIPE
+    )
+    out, _ = await proc.communicate()
+    # State Recv-Q Send-Q Local Peer: for a listening socket Send-Q is its backlog
+    [line] = out.decode().splitlines()
+    assert int(line.split()[2]) == listen_backlog() > 128
