@@ -77,7 +77,13 @@ class ClientConfig:
     read_retries: int = 3
     """Extra attempts for idempotent reads (GET) that fail to connect."""
     request_timeout: float = 60.0
-    """Overall timeout of one non-watch request, seconds."""
+    """Overall timeout of one non-watch request, seconds (counted from when it has a
+    connection: waiting for one under ``max_connections`` is not part of it)."""
+    max_connections: int | None = None
+    """Requests other than watches in flight at once, and so connections they hold; one beyond
+    waits for a free one (FIFO). ``None`` (the default) means unlimited, as Go's
+    ``http.Transport.MaxConnsPerHost`` 0. Watches never count: each holds its connection for
+    minutes."""
     user_agent: str = "kubelite"
 
     def __post_init__(self) -> None:
@@ -86,6 +92,8 @@ class ClientConfig:
                 raise KubeconfigError(f"server must be an http:// or https:// URL, got {server!r}")
         if self.qps is not None and self.qps <= 0:
             raise KubeconfigError("qps must be positive (or None for no limit)")
+        if self.max_connections is not None and self.max_connections < 1:
+            raise KubeconfigError("max_connections must be at least 1 (or None for no limit)")
 
     def with_options(self, **changes: Any) -> ClientConfig:
         return replace(self, **changes)

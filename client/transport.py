@@ -7,8 +7,15 @@ here once, for plain requests and for watch openings alike.
 What it owns:
 
 * one ``aiohttp.ClientSession`` (created on first use, closed by ``close()``), no connection
-  limit, since every watch holds a connection for minutes; default headers (Accept,
+  limit in aiohttp, since every watch holds a connection for minutes; default headers (Accept,
   User-Agent, a bearer token);
+* ``ClientConfig.max_connections``: at most that many requests other than watches in flight,
+  so at most that many connections for them (a finished request's connection goes back to the
+  pool and the next request takes it). A request beyond waits for a slot in FIFO order *before*
+  its timeout starts and before anything is sent, so a write that waited is still one that
+  was never sent; a request waiting out a retry back-off holds no slot. Watches take no slot.
+  Off by default (Go's ``MaxConnsPerHost`` 0); a sim kubelet hosting thousands of nodes sets
+  it, where a real kubelet would send everything over one HTTP/2 connection;
 * ``ClientConfig.qps``: a token bucket every request (watches included) passes; off by default;
 * **retries**: an idempotent request (GET by default) that fails to connect, or gets 429/503,
   is retried (``read_retries`` times, jittered backoff, honouring ``Retry-After``). A write that
@@ -29,8 +36,10 @@ re-read); a watch opening is never retried here (the reflector backs off).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import aiohttp
@@ -68,6 +77,12 @@ class Transport:
         self._limiter = (
             TokenBucket(qps=config.qps, burst=config.burst) if config.qps is not None else None
         )
+        self._slots: AbstractAsyncContextManager[None] = (
+            contextlib.nullcontext()
+            if config.max_connections is None
+            else asyncio.Semaphore(config.max_connections)
+        )
+        """One slot per request in flight under ``max_connections``."""
         headers = {"Accept": "application/json", "User-Agent": config.user_agent}
         if config.token:
             headers["Authorization"] = f"Bearer {config.token}"
@@ -111,22 +126,15 @@ class Transport:
     async def _send(
         self,
         method: str,
-        path: str,
+        url: str,
         *,
         params: Mapping[str, str] | None,
         data: bytes | None,
         headers: Mapping[str, str] | None,
     ) -> tuple[Any, StatusError | None, float | None]:
         """One attempt: (decoded answer, None, None) or (None, its error, its retry hint)."""
-        if self._limiter is not None:
-            await self._limiter.acquire()
         async with self.session.request(
-            method,
-            self.server + path,
-            params=params,
-            data=data,
-            headers=headers,
-            timeout=self._timeout,
+            method, url, params=params, data=data, headers=headers, timeout=self._timeout
         ) as resp:
             payload = await resp.read()
             if resp.status < 400:
@@ -151,29 +159,32 @@ class Transport:
         attempts = 1 + max(0, self.config.read_retries, len(self.servers) - 1)
         backoff = Backoff(READ_RETRY)
         for attempt in range(1, attempts + 1):
-            server = self.server
-            try:
-                answer, error, hint = await self._send(
-                    method, path, params=params, data=data, headers=headers
-                )
-            except (TimeoutError, aiohttp.ClientConnectionError) as exc:
-                never_sent = isinstance(exc, aiohttp.ClientConnectorError)
-                turned = self._fail_over(server, exc)
-                if (not idempotent and not never_sent) or attempt == attempts:
-                    raise ApiUnreachable(
-                        f"{method} {path}: {str(exc) or type(exc).__name__}"
-                    ) from exc
-                if turned and never_sent:
-                    continue  # nothing reached the failed one: try the next one at once
-                what = f"failed ({str(exc) or type(exc).__name__})"
-                hint = None
-            else:
-                if error is None:
-                    return answer
-                retryable = error.code == 429 or (error.code == 503 and idempotent)
-                if not retryable or attempt == attempts:
-                    raise error
-                what = f"answered {error.code} {error.reason}"
+            if self._limiter is not None:
+                await self._limiter.acquire()
+            async with self._slots:  # the apiserver is chosen once a connection may be taken
+                server = self.server
+                try:
+                    answer, error, hint = await self._send(
+                        method, server + path, params=params, data=data, headers=headers
+                    )
+                except (TimeoutError, aiohttp.ClientConnectionError) as exc:
+                    never_sent = isinstance(exc, aiohttp.ClientConnectorError)
+                    turned = self._fail_over(server, exc)
+                    if (not idempotent and not never_sent) or attempt == attempts:
+                        raise ApiUnreachable(
+                            f"{method} {path}: {str(exc) or type(exc).__name__}"
+                        ) from exc
+                    if turned and never_sent:
+                        continue  # nothing reached the failed one: try the next one at once
+                    what = f"failed ({str(exc) or type(exc).__name__})"
+                    hint = None
+                else:
+                    if error is None:
+                        return answer
+                    retryable = error.code == 429 or (error.code == 503 and idempotent)
+                    if not retryable or attempt == attempts:
+                        raise error
+                    what = f"answered {error.code} {error.reason}"
             delay = hint if hint is not None else backoff.next_delay()
             log.info(
                 "%s %s %s; will retry in %.1fs (attempt %d/%d)",

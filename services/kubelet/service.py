@@ -11,6 +11,8 @@ What it owns (``KubeletService``, a ``component.Service``):
   ``--nodes N`` simulated ones named ``<node-name>-0`` ... with ``--runtime sim``, sharing one
   pod watch), the shared status manager, the event recorders and the Services informer (the
   containers' Service variables) — every long-lived task in one supervised group;
+* the main client: at most ``API_CONNECTIONS`` requests in flight, so as many connections
+  (watches apart), however many nodes' event recorders and status writers post at once;
 * the nodes' heartbeats (``node_status``): one heartbeat client for every node (no rate limit,
   10 s timeout, as Kubernetes' kubelet's), with simulated nodes a gate of
   ``HEARTBEATS_IN_FLIGHT`` renewals and status syncs in flight, and one watch of the hosted
@@ -68,7 +70,7 @@ from services.kubelet.server import ServedPod, make_server_app
 from services.kubelet.stats import NodeStats
 from services.kubelet.status_manager import StatusManager
 
-__all__ = ["STOP_PODS_GRACE", "KubeletOptions", "KubeletService"]
+__all__ = ["API_CONNECTIONS", "STOP_PODS_GRACE", "KubeletOptions", "KubeletService"]
 
 log = logging.getLogger("kubelet")
 
@@ -78,6 +80,12 @@ HEARTBEATS_IN_FLIGHT = 256
 """Lease renewals and node-status syncs a sim kubelet hosting many nodes has in flight at once
 (so at most this many connections for them): 5,000 nodes need 500 renewals a second, 256 at
 once carries that up to half a second of apiserver latency (see ``node_status``)."""
+API_CONNECTIONS = HEARTBEATS_IN_FLIGHT
+"""Connections the main client holds for requests at once (``ClientConfig.max_connections``;
+watches apart, heartbeats on their own client): a sim kubelet's event recorders (one per node)
+and status writers post in parallel, and 5,000 nodes' worth had ~2,500 connections open at once,
+overflowing the apiserver's accept queue (bench/README.md). A real kubelet sends everything over
+one HTTP/2 connection; one node's kubelet never has this many requests in flight."""
 STOP_PODS_GRACE = 10.0
 """With ``stop_pods_on_exit``: seconds between SIGTERM and SIGKILL for each container."""
 STATUS_WORKERS_MAX = 256
@@ -126,7 +134,11 @@ class KubeletService:
 
     def __init__(self, options: KubeletOptions) -> None:
         self.options = options
-        self.client = ApiClient(options.client)
+        self.client = ApiClient(
+            options.client.with_options(
+                max_connections=options.client.max_connections or API_CONNECTIONS
+            )
+        )
         # leases and node status on a client of their own, as Kubernetes' kubelet sends them
         # (no rate limit, a 10 s timeout, its own connections)
         self.heartbeat_client = ApiClient(
