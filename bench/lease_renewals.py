@@ -35,7 +35,7 @@ import orjson
 from bench.api import apiserver_argv, server_process
 from bench.harness import Anchor, Context, Figure, collect_rounds, figure
 from bench.profile import profiling, summarize
-from bench.status_writes import Rate, _drive
+from bench.status_writes import Rate, drive
 
 SCENARIO = "lease-renewals"
 RENEW_INTERVAL_S = 10.0
@@ -94,14 +94,14 @@ async def measure(
                     raise RuntimeError(f"lease renewal answered {r.status}")
                 leases[i] = orjson.loads(await r.read())
 
-        creates = await _drive(create, count=count, in_flight=in_flight, pid=pid)
+        creates = await drive(create, count=count, in_flight=in_flight, pid=pid)
         # one worker per lease at most: a kubelet never has two renewals of its lease in flight
         workers = min(in_flight, count)
         recording = (
             profiling(pid=pid, out=profile) if profile is not None else contextlib.nullcontext()
         )
         async with recording:
-            renewals = await _drive(renew, count=count * rounds, in_flight=workers, pid=pid)
+            renewals = await drive(renew, count=count * rounds, in_flight=workers, pid=pid)
     return creates, renewals
 
 

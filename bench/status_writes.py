@@ -85,7 +85,9 @@ class Rate:
     """The apiserver's CPU per request: steadier than requests/s on a loaded machine."""
 
 
-async def _drive(call: Any, *, count: int, in_flight: int, pid: int) -> Rate:
+async def drive(call: Any, *, count: int, in_flight: int, pid: int) -> Rate:
+    """``call(i)`` for i in ``range(count)``, ``in_flight`` at a time: its rate and the CPU of
+    process ``pid`` per call (``bench.lease_renewals`` drives its renewals so too)."""
     indices = iter(range(count))
 
     async def worker() -> None:
@@ -125,12 +127,12 @@ async def measure(
                 if resp.status != 200:
                     raise RuntimeError(f"status write answered {resp.status}")
 
-        creates = await _drive(create, count=count, in_flight=in_flight, pid=pid)
+        creates = await drive(create, count=count, in_flight=in_flight, pid=pid)
         recording = (
             profiling(pid=pid, out=profile) if profile is not None else contextlib.nullcontext()
         )
         async with recording:
-            writes = await _drive(write_status, count=count, in_flight=in_flight, pid=pid)
+            writes = await drive(write_status, count=count, in_flight=in_flight, pid=pid)
     return creates, writes
 
 

@@ -12,13 +12,13 @@ gateway does (it cannot ask).
 from __future__ import annotations
 
 import collections
-from collections.abc import AsyncIterator, Callable
 
 import pytest
 
 from store import open_store
-from store.base import Event, KeyValue, ListResult, Store
+from store.base import ListResult, Store
 from tests.apiserver.conftest import Api, MakeApi
+from tests.forwarding_store import ForwardingStore
 
 PODS = "/api/v1/namespaces/default/pods"
 ALL_PODS = "/api/v1/pods"
@@ -26,59 +26,26 @@ CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
 POD_KEYS = "/registry/core/pods/"
 
 
-class ListCountingStore:
+class ListCountingStore(ForwardingStore):
     """A real store that counts ``list`` calls by prefix; ``can_ask=False`` makes it answer
     progress requests as a store that cannot ask does."""
 
     def __init__(self, inner: Store) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.lists: collections.Counter[str] = collections.Counter()
         self.can_ask = True
 
     def pod_lists(self) -> int:
         return sum(n for prefix, n in self.lists.items() if prefix.startswith(POD_KEYS))
 
-    async def get(self, key: str) -> KeyValue | None:
-        return await self.inner.get(key)
-
     async def list(
         self, prefix: str, *, revision: int = 0, start_after: str | None = None, limit: int = 0
     ) -> ListResult:
         self.lists[prefix] += 1
-        return await self.inner.list(
-            prefix, revision=revision, start_after=start_after, limit=limit
-        )
-
-    async def create(self, key: str, value: bytes, *, ttl: float | None = None) -> KeyValue:
-        return await self.inner.create(key, value, ttl=ttl)
-
-    async def update(
-        self, key: str, value: bytes, *, expected_revision: int, ttl: float | None = None
-    ) -> KeyValue:
-        return await self.inner.update(key, value, expected_revision=expected_revision, ttl=ttl)
-
-    async def delete(self, key: str, *, expected_revision: int | None = None) -> KeyValue:
-        return await self.inner.delete(key, expected_revision=expected_revision)
-
-    def watch(
-        self, prefix: str, *, after_revision: int, on_progress: Callable[[int], None] | None = None
-    ) -> AsyncIterator[Event]:
-        return self.inner.watch(prefix, after_revision=after_revision, on_progress=on_progress)
+        return await super().list(prefix, revision=revision, start_after=start_after, limit=limit)
 
     async def request_progress(self) -> bool:
-        return self.can_ask and await self.inner.request_progress()
-
-    async def current_revision(self) -> int:
-        return await self.inner.current_revision()
-
-    async def compacted_revision(self) -> int:
-        return await self.inner.compacted_revision()
-
-    async def compact(self, revision: int) -> None:
-        await self.inner.compact(revision)
-
-    async def close(self) -> None:
-        await self.inner.close()
+        return self.can_ask and await super().request_progress()
 
 
 @pytest.fixture(params=["memory", "sqlite"])

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -20,9 +19,10 @@ from aiohttp.test_utils import make_mocked_request
 
 from services.apiserver.inflight import is_long_running, is_mutating
 from store import open_store
-from store.base import Event, KeyValue, ListResult, Store
+from store.base import KeyValue, ListResult, Store
 from tests.apiserver.conftest import TOO_MANY, EventReader, MakeApi
 from tests.factories import pod
+from tests.forwarding_store import ForwardingStore
 
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
 LEASES_FROM_STORE = LEASES + "?limit=500"
@@ -33,11 +33,11 @@ POOLS = {"enable_priority_and_fairness": False}
 PODS = "/api/v1/namespaces/default/pods"
 
 
-class GatedStore:
+class GatedStore(ForwardingStore):
     """A real store whose Lease lists (and creates) wait for ``release`` once ``armed``."""
 
     def __init__(self, inner: Store) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.armed = False
         self.release = asyncio.Event()
         self.waiting = 0
@@ -55,46 +55,15 @@ class GatedStore:
                 self._arrived.notify_all()
             await self.release.wait()
 
-    async def get(self, key: str) -> KeyValue | None:
-        return await self.inner.get(key)
-
     async def list(
         self, prefix: str, *, revision: int = 0, start_after: str | None = None, limit: int = 0
     ) -> ListResult:
         await self._gate(prefix)
-        return await self.inner.list(
-            prefix, revision=revision, start_after=start_after, limit=limit
-        )
+        return await super().list(prefix, revision=revision, start_after=start_after, limit=limit)
 
-    async def create(self, key: str, value: bytes) -> KeyValue:
+    async def create(self, key: str, value: bytes, *, ttl: float | None = None) -> KeyValue:
         await self._gate(key)
-        return await self.inner.create(key, value)
-
-    async def update(self, key: str, value: bytes, *, expected_revision: int) -> KeyValue:
-        return await self.inner.update(key, value, expected_revision=expected_revision)
-
-    async def delete(self, key: str, *, expected_revision: int | None = None) -> KeyValue:
-        return await self.inner.delete(key, expected_revision=expected_revision)
-
-    def watch(
-        self, prefix: str, *, after_revision: int, on_progress: Callable[[int], None] | None = None
-    ) -> AsyncIterator[Event]:
-        return self.inner.watch(prefix, after_revision=after_revision, on_progress=on_progress)
-
-    async def request_progress(self) -> bool:
-        return await self.inner.request_progress()
-
-    async def current_revision(self) -> int:
-        return await self.inner.current_revision()
-
-    async def compacted_revision(self) -> int:
-        return await self.inner.compacted_revision()
-
-    async def compact(self, revision: int) -> None:
-        await self.inner.compact(revision)
-
-    async def close(self) -> None:
-        await self.inner.close()
+        return await super().create(key, value, ttl=ttl)
 
 
 def lease(name: str) -> dict[str, Any]:
