@@ -64,7 +64,7 @@ from api.storage import LOCAL_PATH_ROOT_ANNOTATION
 from client.backoff import Backoff, BackoffPolicy
 from client.kubeconfig import ClientConfig
 from client.rest import ApiClient
-from services.kubelet.status_manager import normalize
+from services.kubelet.status_manager import same_normalized
 
 __all__ = [
     "KUBELET_VERSION",
@@ -530,7 +530,7 @@ class NodeAgent:
             self._last_status_at is None
             or loop.time() - self._last_status_at >= self.status_report_interval
         )
-        if not due and normalize(desired) == normalize(self._last_status or {}):
+        if not due and same_normalized(desired, self._last_status or {}):
             return False
         for _ in range(5):
             if self.node is None:
