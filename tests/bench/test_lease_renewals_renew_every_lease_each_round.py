@@ -42,7 +42,8 @@ async def test_each_lease_is_created_once_and_renewed_once_per_round(tmp_path) -
     assert seen == Counter(
         {**{("ADDED", n): 1 for n in names}, **{("MODIFIED", n): 4 for n in names}}
     )
-    assert creates.per_s > 0 and renewals.per_s > 0 and renewals.cpu_ms >= 0
+    # the rates are over the calls counted above: one per create, one per renewal
+    assert creates.per_s > 0 and renewals.per_s > 0
 
 
 def test_nodes_per_core_is_ten_seconds_over_the_cpu_per_renewal() -> None:
