@@ -11,7 +11,10 @@ rules, as Kubernetes has them:
   to ``CONSISTENT_READ_WAIT``; the store is read instead when that runs out or the store cannot
   ask (etcd's JSON gateway). That is Kubernetes' consistent list from cache (1.31), store read
   as its fallback; as in 1.31, a consistent list with ``limit`` is read from the store (1.33
-  serves those from snapshots of the cache, which this cache does not keep).
+  serves those from snapshots of the cache, which this cache does not keep). Each one is
+  counted, as the cacher counts them, in ``apiserver_watch_cache_consistent_read_total{group,
+  resource,success,fallback}``: from the cache (``fallback="false"``), or from the store after
+  the wait ran out (``fallback="true"``; ``success="false"`` if that read failed too).
 * ``resourceVersion=0``: any state — served from the watch cache, whole (``limit`` ignored).
 * ``resourceVersion=N`` (``NotOlderThan``, the default): a state at least as new as N — from the
   cache once it is current through N (waited for as above), else from the store; N beyond the
@@ -31,7 +34,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from aiohttp import web
 from multidict import MultiDict
@@ -141,23 +144,54 @@ async def list_objects(ctx: ApiContext, rt: ResourceType, opts: ListOptions) -> 
                 "You can start a new list without the continue parameter."
             ) from None
     if cache is not None and not opts.limit and cache.ready.is_set():
-        if await _current_through(ctx, cache, await _current_revision(ctx)):
-            return _cached(cache, predicate)
+        return await _consistent(ctx, rt, cache, opts)
     return await _page(ctx, rt, opts, revision=0, start_after=None)
+
+
+async def _consistent(
+    ctx: ApiContext, rt: ResourceType, cache: WatchCache, opts: ListOptions
+) -> ListResult:
+    """A consistent list of a cached resource: from the cache once it is current through the
+    store's revision, else from the store, counted as Kubernetes' cacher counts them (a store
+    that cannot ask is read without counting: its lists never try the cache)."""
+    freshness = await _freshness(ctx, cache, await _current_revision(ctx))
+    if freshness == "current":
+        cache.consistent_reads["true", "false"] += 1
+        return _cached(cache, opts.predicate)
+    if freshness == "cannot ask":
+        return await _page(ctx, rt, opts, revision=0, start_after=None)
+    try:
+        result = await _page(ctx, rt, opts, revision=0, start_after=None)
+    except BaseException:
+        cache.consistent_reads["false", "true"] += 1
+        raise
+    cache.consistent_reads["true", "true"] += 1
+    return result
+
+
+Freshness = Literal["current", "cannot ask", "timed out"]
 
 
 async def _current_through(ctx: ApiContext, cache: WatchCache, revision: int) -> bool:
     """Whether ``cache`` is current through ``revision``, or becomes so within
     ``CONSISTENT_READ_WAIT`` once the store is asked for a progress notification."""
+    return await _freshness(ctx, cache, revision) == "current"
+
+
+async def _freshness(ctx: ApiContext, cache: WatchCache, revision: int) -> Freshness:
+    """``current`` once ``cache`` is current through ``revision`` (asking the store for a
+    progress notification and waiting up to ``CONSISTENT_READ_WAIT`` when it is behind);
+    ``cannot ask`` when it is behind and the store cannot ask; ``timed out`` when the wait ran
+    out."""
     if cache.current_through >= revision:
-        return True
+        return "current"
     if not await ctx.store.request_progress():
-        return False
+        return "cannot ask"
     try:
         await asyncio.wait_for(cache.wait_current_through(revision), CONSISTENT_READ_WAIT)
     except TimeoutError:
-        return False
-    return True
+        return "timed out"
+    return "current"
 
 
 def _cached(cache: WatchCache, predicate: Predicate) -> ListResult:

@@ -23,7 +23,9 @@ kube-apiserver's names. ``ApiServerMetrics`` (``app[METRICS]``; its ``metrics`` 
 * per watch cache, read at the scrape: ``apiserver_watch_events_total{group,version,kind}``
   (events sent to watchers), ``apiserver_watch_cache_events_received_total{group,resource}``,
   ``apiserver_watch_cache_capacity`` and ``apiserver_watch_cache_resource_version``,
-  ``apiserver_storage_objects{resource}`` (objects stored, ``pods``/``deployments.apps``);
+  ``apiserver_storage_objects{resource}`` (objects stored, ``pods``/``deployments.apps``) and
+  ``apiserver_watch_cache_consistent_read_total{group,resource,success,fallback}`` (consistent
+  lists served from the cache, or from the store when the cache did not catch up: ``listing``);
 * ``etcd_request_duration_seconds{operation,type}``: every store call
   (``services.apiserver.measured_store``), whatever the backend.
 
@@ -161,6 +163,16 @@ class ApiServerMetrics:
         for name, doc, labels, kind, sample in _PER_CACHE:
             register = self.metrics.counters if kind == "counter" else self.metrics.gauges
             register(name, doc, labels, _reader(caches, sample))
+        self.metrics.counters(
+            "apiserver_watch_cache_consistent_read_total",
+            "Counter for consistent reads from cache.",
+            ("group", "resource", "success", "fallback"),
+            lambda: [
+                ((c.rt.group, c.rt.plural, success, fallback), float(n))
+                for c in list(caches.values())
+                for (success, fallback), n in list(c.consistent_reads.items())
+            ],
+        )
 
 
 CacheSample = Callable[[WatchCache], tuple[tuple[str, ...], float]]

@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import collections
 import contextlib
 import logging
 from collections import deque
@@ -536,6 +537,10 @@ class WatchCache:
         self._sent = Tally()
         self.events_received = 0
         """Store events applied since start (``apiserver_watch_cache_events_received_total``)."""
+        self.consistent_reads: collections.Counter[tuple[str, str]] = collections.Counter()
+        """Consistent lists of this resource by ``(success, fallback)``, ``"true"``/``"false"``
+        each (``apiserver_watch_cache_consistent_read_total``): served from this cache, or read
+        from the store after the cache did not become current in time. ``listing`` counts."""
 
     # -- reads -------------------------------------------------------------------------------
 
