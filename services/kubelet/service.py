@@ -12,7 +12,9 @@ What it owns (``KubeletService``, a ``component.Service``):
   pod watch), the shared status manager, the event recorders and the Services informer (the
   containers' Service variables) — every long-lived task in one supervised group;
 * the main client: at most ``API_CONNECTIONS`` requests in flight, so as many connections
-  (watches apart), however many nodes' event recorders and status writers post at once;
+  (watches apart), however many nodes' status writers post at once; the event recorders post on
+  an event client of their own (``EVENT_CONNECTIONS``, Kubernetes' ``--event-qps`` 50 and
+  ``--event-burst`` 100 per node hosted), so pod status never waits behind events;
 * the nodes' heartbeats (``node_status``): one heartbeat client for every node (no rate limit,
   10 s timeout, as Kubernetes' kubelet's), with simulated nodes a gate of
   ``HEARTBEATS_IN_FLIGHT`` renewals and status syncs in flight, and one watch of the hosted
@@ -70,7 +72,13 @@ from services.kubelet.server import ServedPod, make_server_app
 from services.kubelet.stats import NodeStats
 from services.kubelet.status_manager import StatusManager
 
-__all__ = ["API_CONNECTIONS", "STOP_PODS_GRACE", "KubeletOptions", "KubeletService"]
+__all__ = [
+    "API_CONNECTIONS",
+    "EVENT_CONNECTIONS",
+    "STOP_PODS_GRACE",
+    "KubeletOptions",
+    "KubeletService",
+]
 
 log = logging.getLogger("kubelet")
 
@@ -86,6 +94,16 @@ watches apart, heartbeats on their own client): a sim kubelet's event recorders 
 and status writers post in parallel, and 5,000 nodes' worth had ~2,500 connections open at once,
 overflowing the apiserver's accept queue (bench/README.md). A real kubelet sends everything over
 one HTTP/2 connection; one node's kubelet never has this many requests in flight."""
+EVENT_CONNECTIONS = 64
+"""Connections the event client holds for posts at once: Kubernetes' kubelet records events on
+a client of its own (``--event-qps``, ``--event-burst``), so they never wait in line with pod
+status. On the main client, a sim kubelet's 5,000 event recorders (each posting one event at a
+time, as client-go's broadcaster does) held ~95% of its connections, and pods waited for their
+Running status behind their own events: 15 status writes a second against 300 events
+(bench/README.md, 5,000 nodes). Events are best effort; a backlog waits in each recorder."""
+EVENT_QPS = 50.0
+EVENT_BURST = 100
+"""Kubernetes' kubelet defaults (``eventRecordQPS``, ``eventBurst``), per node hosted."""
 STOP_PODS_GRACE = 10.0
 """With ``stop_pods_on_exit``: seconds between SIGTERM and SIGKILL for each container."""
 STATUS_WORKERS_MAX = 256
@@ -143,6 +161,14 @@ class KubeletService:
         # (no rate limit, a 10 s timeout, its own connections)
         self.heartbeat_client = ApiClient(
             heartbeat_config(options.client, status_interval=options.status_interval)
+        )
+        # and events on a third, rate limited as Kubernetes' (per node hosted)
+        self.event_client = ApiClient(
+            options.client.with_options(
+                max_connections=EVENT_CONNECTIONS,
+                qps=EVENT_QPS * options.nodes,
+                burst=EVENT_BURST * options.nodes,
+            )
         )
         # A real kubelet writes its own node's statuses, one at a time; one sim process hosting
         # N nodes writes as many in parallel (one writer per node, at most STATUS_WORKERS_MAX),
@@ -241,6 +267,7 @@ class KubeletService:
             await self._runner.cleanup()
         await self.client.close()
         await self.heartbeat_client.close()
+        await self.event_client.close()
         log.info("kubelet: stopped")
 
     # -- building ----------------------------------------------------------------------------
@@ -385,7 +412,7 @@ class KubeletService:
                 runtime = SimRuntime(pod_cidr=pod_cidr, start_delay=o.sim_start_delay)
                 self.runtimes.append(runtime)
                 pressure = dict
-            recorder = EventRecorder(self.client, component="kubelet", host=name)
+            recorder = EventRecorder(self.event_client, component="kubelet", host=name)
             self.recorders.append(recorder)
             config = NodeConfig(
                 name=name,
