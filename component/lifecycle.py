@@ -29,7 +29,8 @@ server (``tune_collector``): what start built is frozen out of every later colle
 young generation is collected every ``GC_YOUNG_THRESHOLD`` allocations instead of 700 — a
 request decodes hundreds of containers, almost all freed by reference counting, and at
 CPython's default the collector ran about once per request (11% of the apiserver's CPU on
-status writes, bench/README.md).
+status writes, bench/README.md). Every collection is timed (``component.gcpauses``): a pause of
+a second or more is logged, and ``/metrics`` counts them per generation.
 
 Not here: restarting (the supervisor's job), reloading configuration on SIGHUP.
 """
@@ -50,6 +51,7 @@ from typing import Any, Protocol
 import uvloop
 
 from component.errors import EXIT_FAILED, EXIT_OK, Fatal
+from component.gcpauses import watch_pauses
 from component.ready import announce_ready
 
 __all__ = ["GC_YOUNG_THRESHOLD", "STOP_DEADLINE", "Service", "run", "tune_collector"]
@@ -75,6 +77,7 @@ def tune_collector() -> None:
     gc.freeze()
     _, older, oldest = gc.get_threshold()
     gc.set_threshold(GC_YOUNG_THRESHOLD, older, oldest)
+    watch_pauses()
 
 
 class Service(Protocol):

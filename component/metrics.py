@@ -14,7 +14,10 @@ kinds, the text format and its escaping; this module owns what kubelite adds aro
 * ``exponential_buckets`` / ``linear_buckets``: component-base's bucket helpers, so histogram
   buckets are written as Kubernetes writes them;
 * ``leader_election_status``: client-go's ``leader_election_master_status{name}``, the one
-  metric every replicated component (scheduler, controller-manager) reports alike.
+  metric every replicated component (scheduler, controller-manager) reports alike;
+* on every registry, the garbage collector's pauses (``component.gcpauses``):
+  ``python_gc_pauses_total``, ``python_gc_pause_seconds_total`` and
+  ``python_gc_pause_max_seconds``, each by ``generation``.
 
 Counters are exposed without the ``_created`` series prometheus-client adds by default (set off
 for the process): Kubernetes' components do not send them.
@@ -38,6 +41,8 @@ from prometheus_client import (
 )
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
+
+from component.gcpauses import PAUSES
 
 __all__ = [
     "CONTENT_TYPE",
@@ -96,6 +101,30 @@ class Metrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
+        self._collector_pauses()
+
+    def _collector_pauses(self) -> None:
+        """The garbage collector's pauses (``component.gcpauses``), per generation."""
+        generations = [(str(g),) for g in range(3)]
+        self.counters(
+            "python_gc_pauses_total",
+            "Collections of each generation by the cyclic garbage collector, timed.",
+            ("generation",),
+            lambda: [(g, float(PAUSES.count[int(g[0])])) for g in generations],
+        )
+        self.counters(
+            "python_gc_pause_seconds_total",
+            "Seconds the cyclic garbage collector spent collecting each generation; the event "
+            "loop stands still meanwhile.",
+            ("generation",),
+            lambda: [(g, PAUSES.seconds[int(g[0])]) for g in generations],
+        )
+        self.gauges(
+            "python_gc_pause_max_seconds",
+            "The longest collection of each generation since the process started.",
+            ("generation",),
+            lambda: [(g, PAUSES.longest[int(g[0])]) for g in generations],
+        )
 
     def counter(self, name: str, documentation: str, labels: Sequence[str] = ()) -> Counter:
         return Counter(name, documentation, labelnames=labels, registry=self.registry)
