@@ -24,7 +24,9 @@ Compaction deletes, 500 rows per transaction with writes interleaved between bat
 row no read at a revision >= R needs, then vacuums free pages and truncates the WAL, so the
 file stays bounded under a steady update load. ``compacted_revision`` is stored in the file.
 The newest row is never compacted (even a tombstone), so the revision counter — ``MAX(id)`` —
-survives a restart without a counter row to rewrite on every commit.
+survives a restart without a counter row to rewrite on every commit. Every write waits while
+one job holds the writer thread; a job or commit that holds it ``SLOW_WRITER`` (1 s) or more
+is logged as a warning naming it, so a stalled apiserver says why.
 
 One process only: the file is locked (``<path>-lock``, ``flock``) while open; a second opener
 fails with ``StoreFailed`` instead of corrupting the revision sequence. Not for network
@@ -53,6 +55,7 @@ import os
 import queue
 import sqlite3
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
@@ -86,6 +89,9 @@ COMPACT_SPAN: Final = 5000
 delete (live keys kept from earlier windows) does not make one long transaction either."""
 
 MAX_GROUP: Final = 1000
+SLOW_WRITER: Final = 1.0
+"""Seconds one job may hold the writer thread before it is logged: every write waits behind it
+(a compaction's vacuum and checkpoint, a commit whose fsync stalled)."""
 """Most writes applied in one transaction; bounds the latency a group adds to its first write."""
 
 _SCHEMA: Final = """
@@ -494,6 +500,7 @@ class SqliteStore:
         outcomes: list[tuple[_Write, KeyValue | BaseException]] = []
         records: list[Record] = []
         revision = self._writer_revision
+        started = time.monotonic()
         try:
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -524,6 +531,7 @@ class SqliteStore:
             return
         self._writer_revision = revision
         self._post(self._deliver, outcomes, records)
+        _say_if_slow(started, f"a commit of {len(group)} write(s)")
 
     @staticmethod
     def _apply(conn: sqlite3.Connection, op: Op, *, revision: int) -> Record:
@@ -541,6 +549,7 @@ class SqliteStore:
         return record
 
     def _run_task(self, conn: sqlite3.Connection, task: _Task) -> None:
+        started = time.monotonic()
         try:
             result = task.fn(conn)
         except BaseException as err:
@@ -552,6 +561,8 @@ class SqliteStore:
             self._post(self._settle, task.future, None, err)
         else:
             self._post(self._settle, task.future, result, None)
+        finally:
+            _say_if_slow(started, getattr(task.fn, "func", task.fn).__name__)
 
     # -- reader threads ----------------------------------------------------------------------
 
@@ -732,3 +743,9 @@ class SqliteStore:
             self._reader_conns.clear()
         self._hub.close()
         os.close(self._lock_fd)
+
+
+def _say_if_slow(started: float, what: str) -> None:
+    took = time.monotonic() - started
+    if took >= SLOW_WRITER:
+        log.warning("store: %s held the writer for %.1fs; every write waited", what, took)
