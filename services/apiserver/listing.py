@@ -49,7 +49,7 @@ from services.apiserver.query import EXACT, ContinueToken, ListOptions, parse_re
 from services.apiserver.tables import TABLE_CONTENT_TYPE, to_table, wants_table
 from services.apiserver.watchcache import WatchCache
 
-__all__ = ["ListResult", "list_objects", "parse_options", "serve", "too_large"]
+__all__ = ["ListResult", "joined", "list_objects", "parse_options", "serve", "too_large"]
 
 Obj = dict[str, Any]
 
@@ -261,7 +261,19 @@ def _list_body(rt: ResourceType, result: ListResult) -> bytes:
         dumps(rt.api_version),
         dumps(meta),
     )
-    return head + b",".join(encoded) + b"]}\n"
+    return joined(head, encoded, b"]}\n")
+
+
+def joined(head: bytes, items: list[bytes], tail: bytes) -> bytes:
+    """``head + b",".join(items) + tail``, copying every byte once: a list of 150,000 pods is
+    half a gigabyte, and each of the two extra copies the concatenations made (each into freshly
+    mapped pages) took about as long as the join."""
+    if not items:
+        return head + tail
+    parts = [b","] * (2 * len(items) + 1)
+    parts[0], parts[-1] = head, tail
+    parts[1:-1:2] = items
+    return b"".join(parts)
 
 
 def _served(rt: ResourceType, result: ListResult) -> ListResult:
