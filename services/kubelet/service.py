@@ -49,6 +49,7 @@ from client.kubeconfig import ClientConfig
 from client.rest import ApiClient
 from component.errors import Fatal
 from component.flags import BindAddress
+from component.gcpauses import freeze_survivors
 from component.health import HealthServer
 from component.listen import listen
 from component.tasks import TaskGroup
@@ -229,6 +230,10 @@ class KubeletService:
     async def start(self) -> None:
         self.port = await self._start_server()
         await self.health.start()
+        if self.options.nodes > 1:
+            # thousands of nodes' pods, informers and tasks in one heap: full collections
+            # would stop every node's heartbeats for seconds (component.gcpauses)
+            freeze_survivors()
         await self._build_nodes(self.port)
         self.tasks.start("pod status writer", self.status.run())
         for recorder in self.recorders:

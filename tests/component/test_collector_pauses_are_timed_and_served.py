@@ -1,7 +1,8 @@
 """Every collection of the cyclic garbage collector is timed once a component tuned it
 (``component.gcpauses``): counted per generation in ``/metrics``, and a long one logged as a
 warning — a full collection over a large heap stops the event loop, and this is how a
-component says so. Real collections (``gc.collect``), a real registry's page.
+component says so. With ``freeze_survivors`` (a sim kubelet's), what a full collection leaves
+is frozen out of the next ones. Real collections (``gc.collect``), a real registry's page.
 """
 
 from __future__ import annotations
@@ -49,3 +50,20 @@ def test_a_long_pause_is_logged_with_its_generation(
         "garbage collection of generation 1 stopped everything for" in r.getMessage()
         for r in caplog.records
     ), caplog.text
+
+
+def test_survivors_of_a_full_collection_are_frozen_when_asked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    watch_pauses()
+    monkeypatch.setattr(PAUSES, "freeze_survivors", True)
+    kept = [[i] for i in range(1000)]  # containers the collector tracks, alive throughout
+    try:
+        before = gc.get_freeze_count()
+        gc.collect(1)
+        assert gc.get_freeze_count() == before, "a younger generation's collection froze"
+        gc.collect()
+        assert gc.get_freeze_count() >= before + len(kept), "the survivors were not frozen"
+    finally:
+        gc.unfreeze()
+        monkeypatch.setattr(PAUSES, "freeze_survivors", False)
