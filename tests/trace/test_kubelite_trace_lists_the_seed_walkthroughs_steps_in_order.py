@@ -22,6 +22,8 @@ from typing import Any
 
 import pytest
 
+from api.registry import REGISTRY
+from kubelite.testing.waiting import Watcher
 from tests.e2e.cluster import RCS, Cluster, running, started_cluster
 from tests.factories import nginx_rc
 
@@ -30,6 +32,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(300)]
 ROOT = Path(__file__).resolve().parents[2]
 WITHIN = 90.0
 
+SERVICE_ACCOUNTS = REGISTRY.require("", "ServiceAccount")
 SEED_POD = """\
 apiVersion: v1
 kind: Pod
@@ -90,6 +93,13 @@ def assert_in_time_order(steps: list[dict[str, Any]]) -> None:
 async def test_trace_of_the_seed_pod_its_watch_and_the_replica_flow(tmp_path: Path) -> None:
     async with started_cluster(tmp_path) as c:
         await run(*kubectl(c, "label", "nodes", "node1", "zz=cxk"))
+        # the pod's one volume is its ServiceAccount token, mounted only when the namespace's
+        # `default` ServiceAccount (the controller-manager's to create) exists at the create
+        async with Watcher(c.client, SERVICE_ACCOUNTS, namespace="default") as accounts:
+            await accounts.wait_until(
+                lambda objs: any(o["metadata"]["name"] == "default" for o in objs),
+                what="the default ServiceAccount",
+            )
         await run(*kubectl(c, "apply", "-f", "-"), stdin=SEED_POD)
         await c.until(
             lambda: running(c.pod("pod-example")) and ready(c.pod("pod-example")),
