@@ -33,7 +33,7 @@ from __future__ import annotations
 import gc
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["PAUSES", "PAUSE_WARNING", "Pauses", "freeze_survivors", "watch_pauses"]
@@ -41,16 +41,16 @@ __all__ = ["PAUSES", "PAUSE_WARNING", "Pauses", "freeze_survivors", "watch_pause
 log = logging.getLogger("kubelite.component")
 
 PAUSE_WARNING = 1.0
-"""Seconds of one collection from which it is logged: a quarter of a lease renewal's budget."""
+"""Seconds of one collection from which it is logged: a tenth of a heartbeat's 10 s timeout."""
 
 
 @dataclass(slots=True)
 class Pauses:
     """Collections per generation (0, 1, 2): count, total seconds, longest."""
 
-    count: list[int]
-    seconds: list[float]
-    longest: list[float]
+    count: list[int] = field(default_factory=lambda: [0, 0, 0])
+    seconds: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.0])
+    longest: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.0])
     freeze_survivors: bool = False
     """After each full collection, freeze its survivors (``freeze_survivors()``)."""
     _started: float = 0.0
@@ -61,7 +61,7 @@ class Pauses:
             self._started = time.perf_counter()
             return
         took = time.perf_counter() - self._started
-        generation = int(info.get("generation", 2))
+        generation = info["generation"]
         self.count[generation] += 1
         self.seconds[generation] += took
         self.longest[generation] = max(self.longest[generation], took)
@@ -77,7 +77,7 @@ class Pauses:
             gc.freeze()  # the collection is over: its survivors leave the next ones
 
 
-PAUSES = Pauses(count=[0, 0, 0], seconds=[0.0, 0.0, 0.0], longest=[0.0, 0.0, 0.0])
+PAUSES = Pauses()
 """This process's collections, once ``watch_pauses`` ran."""
 
 

@@ -105,25 +105,28 @@ class Metrics:
 
     def _collector_pauses(self) -> None:
         """The garbage collector's pauses (``component.gcpauses``), per generation."""
-        generations = [(str(g),) for g in range(3)]
+
+        def by_generation(values: list[int] | list[float]) -> Samples:
+            return [((str(g),), float(v)) for g, v in enumerate(values)]
+
         self.counters(
             "python_gc_pauses_total",
             "Collections of each generation by the cyclic garbage collector, timed.",
             ("generation",),
-            lambda: [(g, float(PAUSES.count[int(g[0])])) for g in generations],
+            lambda: by_generation(PAUSES.count),
         )
         self.counters(
             "python_gc_pause_seconds_total",
             "Seconds the cyclic garbage collector spent collecting each generation; the event "
             "loop stands still meanwhile.",
             ("generation",),
-            lambda: [(g, PAUSES.seconds[int(g[0])]) for g in generations],
+            lambda: by_generation(PAUSES.seconds),
         )
         self.gauges(
             "python_gc_pause_max_seconds",
             "The longest collection of each generation since the process started.",
             ("generation",),
-            lambda: [(g, PAUSES.longest[int(g[0])]) for g in generations],
+            lambda: by_generation(PAUSES.longest),
         )
 
     def counter(self, name: str, documentation: str, labels: Sequence[str] = ()) -> Counter:

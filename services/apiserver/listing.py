@@ -125,7 +125,7 @@ async def list_objects(ctx: ApiContext, rt: ResourceType, opts: ListOptions) -> 
                     raise too_large(wanted, current)
             if cache is not None:
                 await cache.ready.wait()
-                if await _current_through(ctx, cache, wanted):
+                if await _freshness(ctx, cache, wanted) == "current":
                     return _cached(cache, predicate)
             return await _page(ctx, rt, opts, revision=0, start_after=None)
         current = await _current_revision(ctx)
@@ -162,7 +162,7 @@ async def _consistent(
         return await _page(ctx, rt, opts, revision=0, start_after=None)
     try:
         result = await _page(ctx, rt, opts, revision=0, start_after=None)
-    except BaseException:
+    except Exception:  # a failed read, not a client that went away
         cache.consistent_reads["false", "true"] += 1
         raise
     cache.consistent_reads["true", "true"] += 1
@@ -170,12 +170,6 @@ async def _consistent(
 
 
 Freshness = Literal["current", "cannot ask", "timed out"]
-
-
-async def _current_through(ctx: ApiContext, cache: WatchCache, revision: int) -> bool:
-    """Whether ``cache`` is current through ``revision``, or becomes so within
-    ``CONSISTENT_READ_WAIT`` once the store is asked for a progress notification."""
-    return await _freshness(ctx, cache, revision) == "current"
 
 
 async def _freshness(ctx: ApiContext, cache: WatchCache, revision: int) -> Freshness:
